@@ -1,0 +1,163 @@
+#include "rtc.h"
+
+#include <string.h>
+
+enum { RTC_SEC = 0, RTC_SEC_ALARM, RTC_MIN, RTC_MIN_ALARM, RTC_HOUR, RTC_HOUR_ALARM,
+       RTC_WDAY, RTC_MDAY, RTC_MONTH, RTC_YEAR, RTC_REG_A, RTC_REG_B, RTC_REG_C, RTC_REG_D,
+       RTC_CENTURY = 0x32 };
+#define REG_A_UIP  0x80
+#define REG_B_SET  0x80
+#define REG_B_DM   0x04 /* binary, not BCD */
+#define REG_B_24H  0x02
+#define REG_D_VRT  0x80 /* valid RAM and time */
+
+static time_t rtc_host_now(void *ctx)
+{
+	(void)ctx;
+	return time(NULL);
+}
+
+void rtc_init(struct rtc *r, time_t (*now)(void *ctx), void *now_ctx)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	r->now = now ? now : rtc_host_now;
+	r->now_ctx = now_ctx;
+	r->cmos[RTC_REG_A] = 0x26; /* 32.768 kHz time base, 1024 Hz rate */
+	r->cmos[RTC_REG_B] = REG_B_24H;
+	r->cmos[RTC_REG_D] = REG_D_VRT;
+}
+
+static uint8_t to_bcd(int v)
+{
+	return (uint8_t)(((v / 10) << 4) | (v % 10));
+}
+
+static int from_bcd(uint8_t v)
+{
+	return (v >> 4) * 10 + (v & 0x0F);
+}
+
+static uint8_t rtc_encode(const struct rtc *r, int v)
+{
+	return (r->cmos[RTC_REG_B] & REG_B_DM) ? (uint8_t)v : to_bcd(v);
+}
+
+static int rtc_decode(const struct rtc *r, uint8_t v)
+{
+	return (r->cmos[RTC_REG_B] & REG_B_DM) ? v : from_bcd(v);
+}
+
+static void rtc_guest_tm(struct rtc *r, struct tm *tm)
+{
+	time_t t = r->now(r->now_ctx) + (time_t)r->offset_s;
+	gmtime_r(&t, tm);
+}
+
+static uint8_t rtc_hour_reg(const struct rtc *r, int hour)
+{
+	if (r->cmos[RTC_REG_B] & REG_B_24H)
+		return rtc_encode(r, hour);
+	/* 12-hour mode: 12, 1..11 with bit 7 for PM (data sheet, table 3). */
+	int h12 = hour % 12 == 0 ? 12 : hour % 12;
+	return (uint8_t)(rtc_encode(r, h12) | (hour >= 12 ? 0x80 : 0));
+}
+
+static uint8_t rtc_reg_read(struct rtc *r, uint8_t reg)
+{
+	struct tm tm;
+	uint8_t v;
+	switch (reg) {
+	case RTC_SEC: case RTC_MIN: case RTC_HOUR: case RTC_WDAY:
+	case RTC_MDAY: case RTC_MONTH: case RTC_YEAR: case RTC_CENTURY:
+		rtc_guest_tm(r, &tm);
+		switch (reg) {
+		case RTC_SEC: return rtc_encode(r, tm.tm_sec > 59 ? 59 : tm.tm_sec);
+		case RTC_MIN: return rtc_encode(r, tm.tm_min);
+		case RTC_HOUR: return rtc_hour_reg(r, tm.tm_hour);
+		case RTC_WDAY: return rtc_encode(r, tm.tm_wday + 1);
+		case RTC_MDAY: return rtc_encode(r, tm.tm_mday);
+		case RTC_MONTH: return rtc_encode(r, tm.tm_mon + 1);
+		case RTC_YEAR: return rtc_encode(r, tm.tm_year % 100);
+		default: return rtc_encode(r, (tm.tm_year + 1900) / 100);
+		}
+	case RTC_REG_A:
+		return r->cmos[RTC_REG_A] & ~REG_A_UIP; /* never mid-update */
+	case RTC_REG_C:
+		v = r->cmos[RTC_REG_C];
+		r->cmos[RTC_REG_C] = 0; /* flags clear on read */
+		return v;
+	default:
+		return r->cmos[reg];
+	}
+}
+
+/* A guest write to a time field moves the guest clock by an offset. */
+static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
+{
+	struct tm tm;
+	int val;
+	rtc_guest_tm(r, &tm);
+	if (reg == RTC_HOUR && !(r->cmos[RTC_REG_B] & REG_B_24H)) {
+		val = rtc_decode(r, v & 0x7F) % 12 + ((v & 0x80) ? 12 : 0);
+	} else {
+		val = rtc_decode(r, v);
+	}
+	switch (reg) {
+	case RTC_SEC: tm.tm_sec = val; break;
+	case RTC_MIN: tm.tm_min = val; break;
+	case RTC_HOUR: tm.tm_hour = val; break;
+	case RTC_MDAY: tm.tm_mday = val; break;
+	case RTC_MONTH: tm.tm_mon = val - 1; break;
+	case RTC_YEAR: tm.tm_year = (tm.tm_year + 1900) / 100 * 100 + val - 1900; break;
+	case RTC_CENTURY: tm.tm_year = val * 100 + tm.tm_year % 100 - 1900; break;
+	default: return; /* weekday is derived */
+	}
+	time_t target = timegm(&tm);
+	if (target != (time_t)-1)
+		r->offset_s = (int64_t)target - (int64_t)r->now(r->now_ctx);
+}
+
+static void rtc_reg_write(struct rtc *r, uint8_t reg, uint8_t v)
+{
+	switch (reg) {
+	case RTC_SEC: case RTC_MIN: case RTC_HOUR: case RTC_MDAY:
+	case RTC_MONTH: case RTC_YEAR: case RTC_CENTURY: case RTC_WDAY:
+		rtc_set_time_field(r, reg, v);
+		return;
+	case RTC_REG_A:
+		r->cmos[RTC_REG_A] = v & ~REG_A_UIP; /* UIP is read-only */
+		return;
+	case RTC_REG_C:
+	case RTC_REG_D:
+		return; /* read-only */
+	default:
+		r->cmos[reg] = v;
+	}
+}
+
+void rtc_read(void *opaque, uint64_t offset, void *data, unsigned len)
+{
+	struct rtc *r = opaque;
+	uint8_t *out = data;
+	memset(data, 0xFF, len);
+	pthread_mutex_lock(&r->lock);
+	if (offset == 0)
+		out[0] = r->index;
+	else
+		out[0] = rtc_reg_read(r, r->index);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void rtc_write(void *opaque, uint64_t offset, const void *data, unsigned len)
+{
+	struct rtc *r = opaque;
+	uint8_t v = *(const uint8_t *)data;
+	(void)len;
+	pthread_mutex_lock(&r->lock);
+	if (offset == 0)
+		r->index = v & 0x7F; /* bit 7 is the NMI mask on PCs */
+	else
+		rtc_reg_write(r, r->index, v);
+	pthread_mutex_unlock(&r->lock);
+}

@@ -1,0 +1,32 @@
+/*
+ * Minimal MC146818 RTC/CMOS at ports 0x70 (index) / 0x71 (data): host time,
+ * 24-hour BCD by default, the valid-RAM bit set, update-in-progress never
+ * set (Linux 4.15-5.11 spin on UIP at boot when kvm-clock is off), and 114
+ * bytes of battery-backed RAM. No periodic/alarm interrupts (IRQ 8).
+ * Reference: Motorola MC146818A data sheet, "Register A-D".
+ */
+#ifndef DEVICES_RTC_H
+#define DEVICES_RTC_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#define RTC_INDEX_PORT 0x70
+#define RTC_NREGS      128
+
+struct rtc {
+	pthread_mutex_t lock;
+	uint8_t index;
+	uint8_t cmos[RTC_NREGS]; /* registers A-D and RAM; time fields unused */
+	int64_t offset_s;        /* guest time - host time, from guest writes */
+	time_t (*now)(void *ctx); /* host clock; tests replace it */
+	void *now_ctx;
+};
+
+void rtc_init(struct rtc *r, time_t (*now)(void *ctx), void *now_ctx);
+/* Registered as a 2-port range at RTC_INDEX_PORT. */
+void rtc_read(void *opaque, uint64_t offset, void *data, unsigned len);
+void rtc_write(void *opaque, uint64_t offset, const void *data, unsigned len);
+
+#endif

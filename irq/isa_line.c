@@ -1,0 +1,52 @@
+/* ISA/IOAPIC line door: one owner per GSI, level changes forwarded. */
+#include "irq.h"
+
+#include <string.h>
+#include <time.h>
+
+uint64_t irq_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx)
+{
+	memset(r, 0, sizeof(*r));
+	r->ops = ops;
+	r->ctx = ctx;
+	for (uint32_t i = 0; i < IRQ_MAX_LINES; i++) {
+		r->lines[i].router = r;
+		r->lines[i].gsi = i;
+		pthread_mutex_init(&r->lines[i].lock, NULL);
+	}
+}
+
+struct irq_line *irq_line_claim(struct irq_router *r, uint32_t gsi, const char *owner)
+{
+	if (gsi >= IRQ_MAX_LINES || r->claimed[gsi])
+		return NULL;
+	r->claimed[gsi] = 1;
+	r->lines[gsi].owner = owner;
+	return &r->lines[gsi];
+}
+
+void irq_line_set(struct irq_line *l, int level)
+{
+	level = !!level;
+	pthread_mutex_lock(&l->lock);
+	if (l->level != level) {
+		l->level = level;
+		/* Under the lock, so the sink sees transitions in order. */
+		if (l->router->ops->set_line(l->router->ctx, l->gsi, level) < 0) {
+			atomic_fetch_add(&l->stats.errors, 1);
+		} else if (level) {
+			atomic_fetch_add(&l->stats.asserts, 1);
+			atomic_store(&l->stats.last_ns, irq_now_ns());
+		} else {
+			atomic_fetch_add(&l->stats.deasserts, 1);
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs, by Debian package name, everything the build, the tests and the
+# benchmarks need on a fresh Debian 12 machine. Safe to run again.
+set -euo pipefail
+packages=(
+  gcc meson ninja-build pkg-config           # build
+  liburing-dev libfdt-dev zlib1g-dev liblz4-dev liblzma-dev libzstd-dev  # VMM libraries
+  check                                      # unit tests (libcheck)
+  device-tree-compiler                       # dtc, to validate --dump-dtb output
+  qemu-system-x86                            # side-by-side reference
+  cpio gzip                                  # initramfs for Linux guests
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "install-deps: installing ${missing[*]}" >&2
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,91 @@
+#include "elf_load.h"
+
+#include "err.h"
+#include "guest_mem.h"
+#include "layout.h"
+
+#include <elf.h>
+#include <string.h>
+
+int elf_is_elf64(const uint8_t *p, size_t len)
+{
+	return len >= sizeof(Elf64_Ehdr) && !memcmp(p, ELFMAG, SELFMAG) && p[EI_CLASS] == ELFCLASS64;
+}
+
+static int elf_phdrs(size_t len, const Elf64_Ehdr *eh, struct err *e)
+{
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0)
+		return err_set(e, EXIT_USAGE, "ELF kernel has no usable program headers");
+	if (eh->e_phoff > len || (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
+		return err_set(e, EXIT_USAGE, "ELF program headers lie outside the file (truncated?)");
+	return 0;
+}
+
+int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image *out,
+	     struct err *e)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	int entry_found = 0;
+
+	if (!elf_is_elf64(p, len))
+		return err_set(e, EXIT_USAGE, "not an ELF64 file");
+	memcpy(&eh, p, sizeof(eh));
+	if (eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64)
+		return err_set(e, EXIT_USAGE, "ELF kernel is not x86-64 little-endian");
+	if (elf_phdrs(len, &eh, e))
+		return -1;
+	out->entry = eh.e_entry;
+
+	/* Pass 1: validate everything, so a bad file changes no guest memory. */
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		memcpy(&ph, p + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		if (ph.p_filesz > ph.p_memsz || ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
+			return err_set(e, EXIT_USAGE,
+				       "ELF segment %u lies outside the file (truncated?)", i);
+		if (ph.p_paddr < LAYOUT_KERNEL_MIN)
+			return err_set(e, EXIT_USAGE,
+				       "ELF segment %u at 0x%llx lies below 1 MiB (BIOS and boot data)", i,
+				       (unsigned long long)ph.p_paddr);
+		if (!guest_mem_is_ram(m, ph.p_paddr, ph.p_memsz))
+			return err_set(e, EXIT_USAGE,
+				       "ELF segment %u (0x%llx, %llu KiB) does not fit in guest RAM "
+				       "(%llu MiB); try a larger --memory",
+				       i, (unsigned long long)ph.p_paddr,
+				       (unsigned long long)(ph.p_memsz >> 10),
+				       (unsigned long long)(m->ram_size >> 20));
+		if (ph.p_paddr < lo)
+			lo = ph.p_paddr;
+		if (ph.p_paddr + ph.p_memsz > hi)
+			hi = ph.p_paddr + ph.p_memsz;
+		/* vmlinux's e_entry is physical (ENTRY(phys_startup_64)); accept a
+		 * virtual one too by translating it through its segment. */
+		if (eh.e_entry >= ph.p_paddr && eh.e_entry - ph.p_paddr < ph.p_memsz) {
+			entry_found = 1;
+		} else if (!entry_found && eh.e_entry >= ph.p_vaddr &&
+			   eh.e_entry - ph.p_vaddr < ph.p_memsz) {
+			out->entry = ph.p_paddr + (eh.e_entry - ph.p_vaddr);
+			entry_found = 1;
+		}
+	}
+	if (hi == 0)
+		return err_set(e, EXIT_USAGE, "ELF kernel has no loadable segment");
+	if (!entry_found)
+		return err_set(e, EXIT_USAGE, "ELF entry 0x%llx is not inside a loaded segment",
+			       (unsigned long long)eh.e_entry);
+
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		memcpy(&ph, p + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		uint8_t *dst = guest_mem_ptr(m, ph.p_paddr, ph.p_memsz);
+		memcpy(dst, p + ph.p_offset, ph.p_filesz);
+		memset(dst + ph.p_filesz, 0, ph.p_memsz - ph.p_filesz);
+	}
+	out->load_start = lo;
+	out->load_end = hi;
+	return 0;
+}

@@ -1,0 +1,43 @@
+#include "err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int err_vset(struct err *e, int code, const char *fmt, va_list ap)
+{
+	if (!e || e->msg[0])
+		return -1;
+	e->code = code;
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	return -1;
+}
+
+int err_set(struct err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	err_vset(e, code, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int err_prefix(struct err *e, const char *fmt, ...)
+{
+	char buf[sizeof(e->msg)];
+	va_list ap;
+	if (!e)
+		return -1;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n + 2 >= sizeof(buf))
+		return -1;
+	/* "prefix: old message", cut at the buffer's end. */
+	buf[n++] = ':';
+	buf[n++] = ' ';
+	size_t room = sizeof(buf) - (size_t)n - 1, old = strlen(e->msg);
+	memcpy(buf + n, e->msg, old < room ? old : room);
+	buf[n + (old < room ? old : room)] = 0;
+	memcpy(e->msg, buf, sizeof(buf));
+	return -1;
+}

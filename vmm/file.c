@@ -1,0 +1,50 @@
+#include "file.h"
+
+#include "err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf, size_t *len,
+		  struct err *e)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, EXIT_USAGE, "cannot open %s '%s': %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(e, EXIT_USAGE, "%s '%s' is not a regular file", what, path);
+	}
+	if (st.st_size == 0 || (uint64_t)st.st_size > max) {
+		close(fd);
+		return err_set(e, EXIT_USAGE, "%s '%s' is %s (%lld bytes)", what, path,
+			       st.st_size == 0 ? "empty" : "too large", (long long)st.st_size);
+	}
+	size_t size = (size_t)st.st_size, done = 0;
+	uint8_t *p = malloc(size);
+	if (!p) {
+		close(fd);
+		return err_set(e, EXIT_HOST, "out of memory reading %s '%s'", what, path);
+	}
+	while (done < size) {
+		ssize_t n = read(fd, p + done, size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : EIO;
+			free(p);
+			close(fd);
+			return err_set(e, EXIT_USAGE, "cannot read %s '%s': %s", what, path, strerror(err));
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	*buf = p;
+	*len = size;
+	return 0;
+}

@@ -1,0 +1,96 @@
+#include "guest_mem.h"
+
+#include "err.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static void guest_mem_layout(struct guest_mem *m, uint8_t *host, uint64_t ram_size)
+{
+	uint64_t low = ram_size < GUEST_MMIO_HOLE_START ? ram_size : GUEST_MMIO_HOLE_START;
+	memset(m, 0, sizeof(*m));
+	m->base = host;
+	m->ram_size = ram_size;
+	m->regions[0] = (struct guest_region){.gpa = 0, .size = low, .host = host};
+	m->nregions = 1;
+	if (ram_size > low) {
+		m->regions[1] = (struct guest_region){
+			.gpa = GUEST_4G, .size = ram_size - low, .host = host + low};
+		m->nregions = 2;
+	}
+}
+
+int guest_mem_create(struct guest_mem *m, uint64_t ram_size, struct err *e)
+{
+	void *p;
+	if (ram_size == 0 || ram_size > (1ULL << 46))
+		return err_set(e, EXIT_USAGE, "guest memory size %llu bytes is out of range",
+			       (unsigned long long)ram_size);
+	p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return err_set(e, EXIT_HOST, "cannot map %llu MiB of guest memory: %s",
+			       (unsigned long long)(ram_size >> 20), strerror(errno));
+	/* Guest RAM is not worth dumping with the VMM, and THP helps the guest. */
+	madvise(p, ram_size, MADV_DONTDUMP);
+	madvise(p, ram_size, MADV_HUGEPAGE);
+	guest_mem_layout(m, p, ram_size);
+	m->owned = true;
+	return 0;
+}
+
+void guest_mem_init_with(struct guest_mem *m, void *host, uint64_t ram_size)
+{
+	guest_mem_layout(m, host, ram_size);
+}
+
+void guest_mem_destroy(struct guest_mem *m)
+{
+	if (m->owned && m->base)
+		munmap(m->base, m->ram_size);
+	memset(m, 0, sizeof(*m));
+}
+
+void *guest_mem_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len)
+{
+	for (int i = 0; i < m->nregions; i++) {
+		const struct guest_region *r = &m->regions[i];
+		/* Written so that no sum can wrap: gpa >= r->gpa first. */
+		if (gpa < r->gpa)
+			continue;
+		uint64_t off = gpa - r->gpa;
+		if (off >= r->size || len > r->size - off)
+			continue;
+		return r->host + off;
+	}
+	return NULL;
+}
+
+bool guest_mem_is_ram(const struct guest_mem *m, uint64_t gpa, uint64_t len)
+{
+	return guest_mem_ptr(m, gpa, len) != NULL;
+}
+
+int guest_mem_read(const struct guest_mem *m, uint64_t gpa, void *buf, uint64_t len)
+{
+	void *p = guest_mem_ptr(m, gpa, len);
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+int guest_mem_write(const struct guest_mem *m, uint64_t gpa, const void *buf, uint64_t len)
+{
+	void *p = guest_mem_ptr(m, gpa, len);
+	if (!p)
+		return -EFAULT;
+	memcpy(p, buf, len);
+	return 0;
+}
+
+uint64_t guest_mem_low_end(const struct guest_mem *m)
+{
+	return m->regions[0].size;
+}

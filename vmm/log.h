@@ -1,0 +1,26 @@
+/* Diagnostics to stderr, levelled; one instance per machine (no globals). */
+#ifndef VMM_LOG_H
+#define VMM_LOG_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+struct log {
+	enum log_level level;
+	FILE *out;
+	int crlf; /* set while the terminal is raw: end lines with \r\n */
+	pthread_mutex_t lock;
+};
+
+void log_init(struct log *l, enum log_level level, FILE *out);
+void log_msg(struct log *l, enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define log_error(l, ...) log_msg((l), LOG_ERROR, __VA_ARGS__)
+#define log_warn(l, ...)  log_msg((l), LOG_WARN, __VA_ARGS__)
+#define log_info(l, ...)  log_msg((l), LOG_INFO, __VA_ARGS__)
+#define log_debug(l, ...) log_msg((l), LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,80 @@
+/* ./vmm: parse the command line, build the machine, run it, exit with the
+ * code the README's table gives. */
+#include "err.h"
+#include "options.h"
+#include "vcpu.h"
+#include "vm.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef VMM_VERSION
+#define VMM_VERSION "unknown"
+#endif
+
+static void vmm_kick_handler(int sig)
+{
+	(void)sig; /* only interrupts KVM_RUN */
+}
+
+/* Signals are taken by the event loop (signalfd) and the vCPU kick; block
+ * them in every thread before any is created. */
+static void vmm_setup_signals(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = vmm_kick_handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(VCPU_KICK_SIGNAL, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, VCPU_KICK_SIGNAL);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t start_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	struct vm_options opts;
+	struct err e = {0};
+	int code;
+
+	if (options_parse(&opts, argc, argv, &e)) {
+		fprintf(stderr, "vmm: %s\n", e.msg);
+		return EXIT_USAGE;
+	}
+	if (opts.help) {
+		options_print_help(stdout, "./vmm");
+		return 0;
+	}
+	if (opts.version) {
+		printf("vmm %s\n", VMM_VERSION);
+		return 0;
+	}
+	vmm_setup_signals();
+	struct vm *vm = calloc(1, sizeof(*vm));
+	if (!vm) {
+		fprintf(stderr, "vmm: out of memory\n");
+		return EXIT_HOST;
+	}
+	if (vm_create(vm, &opts, start_ns, &e) == 0)
+		code = vm_run(vm, &e);
+	else
+		code = -1;
+	vm_destroy(vm);
+	free(vm);
+	if (code < 0) {
+		fprintf(stderr, "vmm: %s\n", e.msg[0] ? e.msg : "failed (no detail)");
+		return e.code ? e.code : EXIT_HOST;
+	}
+	return code;
+}

@@ -1,0 +1,158 @@
+#include "options.h"
+
+#include "err.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_NO_DEFAULT_CMDLINE, OPT_MEMORY, OPT_CPUS,
+	OPT_TIMEOUT, OPT_CONSOLE_LOG, OPT_GUEST_DECOMPRESS, OPT_BOOT_TIMER, OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+	{"kernel", required_argument, NULL, OPT_KERNEL},
+	{"initrd", required_argument, NULL, OPT_INITRD},
+	{"cmdline", required_argument, NULL, OPT_CMDLINE},
+	{"no-default-cmdline", no_argument, NULL, OPT_NO_DEFAULT_CMDLINE},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"console-log", required_argument, NULL, OPT_CONSOLE_LOG},
+	{"guest-decompress", no_argument, NULL, OPT_GUEST_DECOMPRESS},
+	{"boot-timer", no_argument, NULL, OPT_BOOT_TIMER},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{NULL, 0, NULL, 0},
+};
+
+void options_print_help(FILE *out, const char *argv0)
+{
+	fprintf(out,
+		"usage: %s --kernel FILE [options]\n"
+		"Boots a Linux kernel (bzImage or ELF vmlinux) in a KVM virtual machine.\n"
+		"\n"
+		"  --kernel FILE         bzImage (boot protocol 2.12+, 64-bit) or ELF64 vmlinux\n"
+		"  --initrd FILE         initial ramdisk\n"
+		"  --cmdline STRING      appended to the default kernel command line\n"
+		"                        (default: \"" VMM_DEFAULT_CMDLINE "\")\n"
+		"  --no-default-cmdline  use only --cmdline\n"
+		"  --memory MIB          guest RAM in MiB (default 256)\n"
+		"  --cpus N              number of vCPUs (default 1)\n"
+		"  --timeout SECONDS     stop the guest after this long (exit code 6)\n"
+		"  --console-log FILE    write the serial console to FILE instead of stdout\n"
+		"  --guest-decompress    enter the bzImage at +0x200 so the kernel decompresses\n"
+		"                        itself (default: the VMM decompresses gzip, LZ4, xz and\n"
+		"                        zstd payloads and enters the ELF directly)\n"
+		"  --boot-timer          print boot markers (MMIO 0xc0000000 byte 123, port 0x80\n"
+		"                        codes 0x40-0x7f), exec-to-first-KVM_RUN time and VMM RSS\n"
+		"  -v, --verbose         more diagnostics (twice for debug)\n"
+		"  -h, --help            this text\n"
+		"      --version         print the version\n"
+		"\n"
+		"Console: stdin goes to the guest's ttyS0; on a terminal, Ctrl-A x quits and\n"
+		"Ctrl-A Ctrl-A sends Ctrl-A.\n"
+		"\n"
+		"Exit codes:\n"
+		"  0    the guest reset or shut down (a reboot ends the VM)\n"
+		"  odd  (value << 1) | 1: the guest wrote value to the debug-exit port 0xf4\n"
+		"  2    bad input or usage (missing or invalid kernel, initrd, option)\n"
+		"  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
+		"  6    --timeout expired\n"
+		"  8    host problem (no /dev/kvm, missing KVM capability, host I/O error)\n"
+		"  10   stopped by SIGINT, SIGTERM or Ctrl-A x\n",
+		argv0);
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out,
+		     struct err *e)
+{
+	char *end;
+	errno = 0;
+	if (!*s || *s == '-')
+		goto bad;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		goto bad;
+	if (v < min || v > max)
+		return err_set(e, EXIT_USAGE, "%s %s: must be between %llu and %llu", opt, s,
+			       (unsigned long long)min, (unsigned long long)max);
+	*out = v;
+	return 0;
+bad:
+	return err_set(e, EXIT_USAGE, "%s: '%s' is not a whole number", opt, s);
+}
+
+int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
+{
+	uint64_t v;
+	char *end;
+	memset(o, 0, sizeof(*o));
+	o->memory_mib = 256;
+	o->cpus = 1;
+	opterr = 0;
+	optind = 1;
+	for (;;) {
+		int c = getopt_long(argc, argv, ":vh", long_options, NULL);
+		if (c == -1)
+			break;
+		switch (c) {
+		case OPT_KERNEL: o->kernel = optarg; break;
+		case OPT_INITRD: o->initrd = optarg; break;
+		case OPT_CMDLINE: o->cmdline_extra = optarg; break;
+		case OPT_NO_DEFAULT_CMDLINE: o->no_default_cmdline = true; break;
+		case OPT_MEMORY:
+			/* 2 MiB: the BIOS area plus a minimal kernel; 1 TiB: sanity. */
+			if (parse_u64("--memory", optarg, 2, 1ULL << 20, &v, e))
+				return -1;
+			o->memory_mib = v;
+			break;
+		case OPT_CPUS:
+			if (parse_u64("--cpus", optarg, 1, 254, &v, e))
+				return -1;
+			o->cpus = (unsigned)v;
+			break;
+		case OPT_TIMEOUT:
+			errno = 0;
+			o->timeout_s = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !isfinite(o->timeout_s) || o->timeout_s <= 0 ||
+			    o->timeout_s > 1e7)
+				return err_set(e, EXIT_USAGE,
+					       "--timeout: '%s' is not a positive number of seconds", optarg);
+			break;
+		case OPT_CONSOLE_LOG: o->console_log = optarg; break;
+		case OPT_GUEST_DECOMPRESS: o->guest_decompress = true; break;
+		case OPT_BOOT_TIMER: o->boot_timer = true; break;
+		case 'v': o->verbosity++; break;
+		case 'h': o->help = true; break;
+		case OPT_VERSION: o->version = true; break;
+		case ':':
+			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
+		default:
+			return err_set(e, EXIT_USAGE, "unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return err_set(e, EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+	if (o->help || o->version)
+		return 0;
+	if (!o->kernel)
+		return err_set(e, EXIT_USAGE, "no kernel given: use --kernel FILE (see --help)");
+	return 0;
+}
+
+char *options_kernel_cmdline(const struct vm_options *o)
+{
+	const char *base = o->no_default_cmdline ? "" : VMM_DEFAULT_CMDLINE;
+	const char *extra = o->cmdline_extra ? o->cmdline_extra : "";
+	size_t n = strlen(base) + strlen(extra) + 2;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	snprintf(s, n, "%s%s%s", base, (*base && *extra) ? " " : "", extra);
+	return s;
+}

@@ -1,0 +1,36 @@
+/* The command line of ./vmm: parsing, validation and --help. */
+#ifndef VMM_OPTIONS_H
+#define VMM_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct err;
+
+/* Appended to by --cmdline unless --no-default-cmdline: serial console,
+ * reboot through the i8042 (ends the VM), reboot at once on panic. */
+#define VMM_DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
+
+struct vm_options {
+	const char *kernel;
+	const char *initrd;
+	const char *cmdline_extra;
+	bool no_default_cmdline;
+	uint64_t memory_mib;
+	unsigned cpus;
+	double timeout_s; /* 0 = none */
+	const char *console_log;
+	bool guest_decompress;
+	bool boot_timer;
+	int verbosity; /* 0 warnings, 1 info (-v), 2 debug (-vv) */
+	bool help, version;
+};
+
+/* 0 on success; -1 with a usage error. */
+int options_parse(struct vm_options *o, int argc, char **argv, struct err *e);
+void options_print_help(FILE *out, const char *argv0);
+/* The kernel command line: default + extra (caller frees). */
+char *options_kernel_cmdline(const struct vm_options *o);
+
+#endif

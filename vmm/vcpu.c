@@ -1,0 +1,406 @@
+#include "vcpu.h"
+
+#include "boot.h"
+#include "err.h"
+#include "layout.h"
+#include "vcpu_diag.h"
+#include "vm.h"
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MSR_IA32_SYSENTER_CS  0x174
+#define MSR_IA32_SYSENTER_ESP 0x175
+#define MSR_IA32_SYSENTER_EIP 0x176
+#define MSR_IA32_MISC_ENABLE  0x1A0
+#define MSR_MTRR_DEF_TYPE     0x2FF
+#define MSR_STAR              0xC0000081
+#define MSR_LSTAR             0xC0000082
+#define MSR_CSTAR             0xC0000083
+#define MSR_SYSCALL_MASK      0xC0000084
+#define MSR_KERNEL_GS_BASE    0xC0000102
+#define MISC_ENABLE_FAST_STRING 1
+#define MTRR_ENABLE_WB        ((1u << 11) | 6) /* MTRRs on, default write-back */
+
+#define APIC_LVT_LINT0 0x350
+#define APIC_LVT_LINT1 0x360
+#define APIC_MODE_EXTINT (7u << 8)
+#define APIC_MODE_NMI    (4u << 8)
+
+#define X86_RFLAGS_AC (1ULL << 18)
+
+static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
+{
+	const struct kvm_cpuid2 *sup = v->vm->kvm.cpuid;
+	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
+	struct kvm_cpuid2 *c = malloc(sz);
+	int have_kvm_leaf = 0;
+	if (!c)
+		return err_set(e, EXIT_HOST, "out of memory");
+	memcpy(c, sup, sz);
+	for (uint32_t i = 0; i < c->nent; i++) {
+		struct kvm_cpuid_entry2 *en = &c->entries[i];
+		switch (en->function) {
+		case 1:
+			/* Initial APIC ID, logical CPU count; we are a guest. */
+			en->ebx = (en->ebx & 0x0000FFFF) | (v->id << 24) | (v->vm->nvcpus << 16);
+			en->ecx |= 1u << 31;
+			break;
+		case 0xB:
+		case 0x1F:
+			en->edx = v->id; /* x2APIC ID */
+			break;
+		case 0x40000000:
+			have_kvm_leaf = 1;
+			break;
+		default:
+			break;
+		}
+	}
+	if (!have_kvm_leaf) {
+		free(c);
+		return err_set(e, EXIT_HOST, "KVM_GET_SUPPORTED_CPUID has no KVM leaf 0x40000000");
+	}
+	int ret = ioctl(v->fd, KVM_SET_CPUID2, c);
+	free(c);
+	if (ret < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_CPUID2 failed: %s", strerror(errno));
+	return 0;
+}
+
+static int vcpu_set_msrs(struct vcpu *v, struct err *e)
+{
+	static const struct {
+		uint32_t index;
+		uint64_t value;
+	} init[] = {
+		{MSR_IA32_SYSENTER_CS, 0}, {MSR_IA32_SYSENTER_ESP, 0}, {MSR_IA32_SYSENTER_EIP, 0},
+		{MSR_STAR, 0}, {MSR_LSTAR, 0}, {MSR_CSTAR, 0}, {MSR_SYSCALL_MASK, 0},
+		{MSR_KERNEL_GS_BASE, 0}, {MSR_IA32_MISC_ENABLE, MISC_ENABLE_FAST_STRING},
+		{MSR_MTRR_DEF_TYPE, MTRR_ENABLE_WB},
+	};
+	const unsigned n = sizeof(init) / sizeof(init[0]);
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entries[sizeof(init) / sizeof(init[0])];
+	} msrs;
+	memset(&msrs, 0, sizeof(msrs));
+	msrs.hdr.nmsrs = n;
+	for (unsigned i = 0; i < n; i++) {
+		msrs.entries[i].index = init[i].index;
+		msrs.entries[i].data = init[i].value;
+	}
+	int ret = ioctl(v->fd, KVM_SET_MSRS, &msrs);
+	if (ret < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_MSRS failed: %s", strerror(errno));
+	if ((unsigned)ret != n)
+		log_debug(&v->vm->log, "vCPU %u: KVM accepted %d of %u initial MSRs (MSR 0x%x refused)",
+			  v->id, ret, n, init[ret].index);
+	return 0;
+}
+
+/* LINT0 = ExtINT (the 8259 virtual wire), LINT1 = NMI, as the MP table says. */
+static int vcpu_set_lapic(struct vcpu *v, struct err *e)
+{
+	struct kvm_lapic_state la;
+	uint32_t reg;
+	if (ioctl(v->fd, KVM_GET_LAPIC, &la) < 0)
+		return err_set(e, EXIT_HOST, "KVM_GET_LAPIC failed: %s", strerror(errno));
+	memcpy(&reg, la.regs + APIC_LVT_LINT0, 4);
+	reg = (reg & ~0x700u & ~(1u << 16)) | APIC_MODE_EXTINT;
+	memcpy(la.regs + APIC_LVT_LINT0, &reg, 4);
+	memcpy(&reg, la.regs + APIC_LVT_LINT1, 4);
+	reg = (reg & ~0x700u & ~(1u << 16)) | APIC_MODE_NMI;
+	memcpy(la.regs + APIC_LVT_LINT1, &reg, 4);
+	if (ioctl(v->fd, KVM_SET_LAPIC, &la) < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_LAPIC failed: %s", strerror(errno));
+	return 0;
+}
+
+int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e)
+{
+	memset(v, 0, sizeof(*v));
+	v->vm = vm;
+	v->id = id;
+	v->fd = ioctl(vm->kvm.vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
+	if (v->fd < 0)
+		return err_set(e, EXIT_HOST, "KVM_CREATE_VCPU %u failed: %s", id, strerror(errno));
+	v->run = mmap(NULL, (size_t)vm->kvm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED) {
+		v->run = NULL;
+		return err_set(e, EXIT_HOST, "mmap of vCPU %u run area failed: %s", id, strerror(errno));
+	}
+	if (vcpu_set_cpuid(v, e) || vcpu_set_msrs(v, e) || vcpu_set_lapic(v, e))
+		return -1;
+	struct kvm_fpu fpu = {.fcw = 0x37F, .mxcsr = 0x1F80};
+	if (ioctl(v->fd, KVM_SET_FPU, &fpu) < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_FPU failed: %s", strerror(errno));
+	return 0;
+}
+
+int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *e)
+{
+	struct kvm_sregs s;
+	struct kvm_regs r;
+	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
+		return err_set(e, EXIT_HOST, "KVM_GET_SREGS failed: %s", strerror(errno));
+	/* boot.rst 64-bit protocol: long mode, paging, flat __BOOT_CS/__BOOT_DS. */
+	struct kvm_segment code = {.base = 0, .limit = 0xFFFFFFFF, .selector = BOOT_CS, .type = 0xB,
+				   .present = 1, .dpl = 0, .db = 0, .s = 1, .l = 1, .g = 1};
+	struct kvm_segment data = {.base = 0, .limit = 0xFFFFFFFF, .selector = BOOT_DS, .type = 0x3,
+				   .present = 1, .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1};
+	struct kvm_segment tss = {.base = 0, .limit = 0x67, .selector = BOOT_TSS, .type = 0xB,
+				  .present = 1, .s = 0};
+	s.cs = code;
+	s.ds = s.es = s.fs = s.gs = s.ss = data;
+	s.tr = tss;
+	s.gdt.base = LAYOUT_GDT;
+	s.gdt.limit = 6 * 8 - 1;
+	s.idt.base = 0;
+	s.idt.limit = 0;
+	s.cr0 = 0x80050033; /* PG WP AM NE ET MP PE */
+	s.cr3 = LAYOUT_PML4;
+	s.cr4 = 0x20; /* PAE */
+	s.efer = 0x500; /* LME | LMA */
+	if (ioctl(v->fd, KVM_SET_SREGS, &s) < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_SREGS failed: %s", strerror(errno));
+	memset(&r, 0, sizeof(r));
+	r.rip = rip;
+	r.rsi = rsi;
+	r.rsp = r.rbp = LAYOUT_BOOT_STACK;
+	r.rflags = 0x2; /* interrupts off */
+	if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_REGS failed: %s", strerror(errno));
+	return 0;
+}
+
+static void vcpu_handle_io(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	/* A rep ins/outs exits once with `count` elements. */
+	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
+		if (run->io.direction == KVM_EXIT_IO_OUT)
+			bus_write(&v->vm->pio, run->io.port, data, run->io.size);
+		else
+			bus_read(&v->vm->pio, run->io.port, data, run->io.size);
+	}
+}
+
+static void vcpu_handle_mmio(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	unsigned len = run->mmio.len;
+	if (len == 0 || len > sizeof(run->mmio.data))
+		return;
+	if (run->mmio.is_write)
+		bus_write(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len);
+	else
+		bus_read(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len);
+}
+
+
+/* The fallbacks measured to work on the emulating host (kvm-host.md). */
+static int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n)
+{
+	struct kvm_regs r;
+	struct kvm_sregs s;
+	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
+		return -1;
+	if (n >= 1 && insn[0] == 0xCC) {
+		/* int3 is a trap: #BP is delivered with RIP past the 0xCC. */
+		struct kvm_vcpu_events ev;
+		if (ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+			return -1;
+		r.rip += 1;
+		if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
+			return -1;
+		ev.exception.injected = 1;
+		ev.exception.nr = 3;
+		ev.exception.has_error_code = 0;
+		ev.exception.error_code = 0;
+		ev.flags = 0;
+		if (ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
+			return -1;
+		atomic_fetch_add(&v->stats.int3_fallbacks, 1);
+		return 0;
+	}
+	/* clac 0F 01 CA, stac 0F 01 CB: only legal at CPL 0. */
+	if (n >= 3 && insn[0] == 0x0F && insn[1] == 0x01 && (insn[2] == 0xCA || insn[2] == 0xCB) &&
+	    s.cs.dpl == 0) {
+		if (insn[2] == 0xCA) {
+			r.rflags &= ~X86_RFLAGS_AC;
+			atomic_fetch_add(&v->stats.clac_fallbacks, 1);
+		} else {
+			r.rflags |= X86_RFLAGS_AC;
+			atomic_fetch_add(&v->stats.stac_fallbacks, 1);
+		}
+		r.rip += 3;
+		return ioctl(v->fd, KVM_SET_REGS, &r) < 0 ? -1 : 0;
+	}
+	return -1;
+}
+
+static void vcpu_handle_internal_error(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint8_t insn[16];
+	unsigned n = 0;
+	if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION) {
+		if ((run->emulation_failure.ndata >= 3) &&
+		    (run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES) &&
+		    run->emulation_failure.insn_size > 0) {
+			n = run->emulation_failure.insn_size;
+			if (n > sizeof(run->emulation_failure.insn_bytes))
+				n = sizeof(run->emulation_failure.insn_bytes);
+			memcpy(insn, run->emulation_failure.insn_bytes, n);
+		} else {
+			struct kvm_regs r;
+			if (ioctl(v->fd, KVM_GET_REGS, &r) == 0 && vcpu_fetch_insn(v, r.rip, insn, 15) == 0)
+				n = 15;
+		}
+		if (vcpu_emulation_fallback(v, insn, n) == 0)
+			return;
+		vcpu_dump_state(v, "instruction emulation failed", insn, n);
+		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest hit an instruction KVM cannot emulate");
+		return;
+	}
+	char what[96];
+	snprintf(what, sizeof(what), "KVM internal error, suberror %u", run->internal.suberror);
+	vcpu_dump_state(v, what, NULL, 0);
+	vm_request_stop(v->vm, EXIT_GUEST_CRASH, "KVM internal error");
+}
+
+static void vcpu_dispatch(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	atomic_fetch_add(&v->stats.exits, 1);
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		atomic_fetch_add(&v->stats.io_exits, 1);
+		vcpu_handle_io(v);
+		break;
+	case KVM_EXIT_MMIO:
+		atomic_fetch_add(&v->stats.mmio_exits, 1);
+		vcpu_handle_mmio(v);
+		break;
+	case KVM_EXIT_INTR:
+	case KVM_EXIT_HLT:
+	case KVM_EXIT_IRQ_WINDOW_OPEN:
+		break;
+	case KVM_EXIT_SHUTDOWN:
+		vcpu_dump_state(v, "triple fault (KVM_EXIT_SHUTDOWN)", NULL, 0);
+		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest triple fault");
+		break;
+	case KVM_EXIT_SYSTEM_EVENT:
+		if (run->system_event.type == KVM_SYSTEM_EVENT_CRASH)
+			vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest reported a crash");
+		else
+			vm_request_stop(v->vm, EXIT_GUEST_OFF, "guest shutdown or reset");
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		vcpu_handle_internal_error(v);
+		break;
+	case KVM_EXIT_FAIL_ENTRY: {
+		char what[96];
+		snprintf(what, sizeof(what), "VM entry failed, hardware reason 0x%llx",
+			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		vcpu_dump_state(v, what, NULL, 0);
+		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "VM entry failed");
+		break;
+	}
+	default: {
+		char what[64];
+		snprintf(what, sizeof(what), "unexpected KVM exit reason %u", run->exit_reason);
+		vcpu_dump_state(v, what, NULL, 0);
+		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "unexpected KVM exit");
+		break;
+	}
+	}
+}
+
+/* A kick stays pending while blocked; take it so the next KVM_RUN runs. */
+static void vcpu_consume_kick(void)
+{
+	sigset_t kick;
+	struct timespec zero = {0, 0};
+	sigemptyset(&kick);
+	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	while (sigtimedwait(&kick, NULL, &zero) == VCPU_KICK_SIGNAL)
+		;
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "vcpu%u", v->id);
+	pthread_setname_np(pthread_self(), name);
+	while (!vm_stopping(v->vm)) {
+		if (v->id == 0)
+			vm_note_first_run(v->vm);
+		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				vcpu_consume_kick();
+				continue;
+			}
+			log_error(&v->vm->log, "vCPU %u: KVM_RUN failed: %s", v->id, strerror(errno));
+			vm_request_stop(v->vm, EXIT_HOST, "KVM_RUN failed");
+			break;
+		}
+		vcpu_dispatch(v);
+	}
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *v, struct err *e)
+{
+	/* KVM_RUN runs with the kick signal unblocked; elsewhere it is blocked,
+	 * so a kick that arrives early stays pending and ends the next KVM_RUN. */
+	sigset_t set;
+	pthread_sigmask(SIG_BLOCK, NULL, &set);
+	sigdelset(&set, VCPU_KICK_SIGNAL);
+	struct {
+		struct kvm_signal_mask hdr;
+		uint8_t bits[8];
+	} mask;
+	mask.hdr.len = 8;
+	memcpy(mask.bits, &set, 8);
+	if (ioctl(v->fd, KVM_SET_SIGNAL_MASK, &mask) < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_SIGNAL_MASK failed: %s", strerror(errno));
+	int ret = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	if (ret)
+		return err_set(e, EXIT_HOST, "cannot start vCPU thread: %s", strerror(ret));
+	v->thread_started = 1;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *v)
+{
+	if (v->thread_started)
+		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}
+
+void vcpu_join(struct vcpu *v)
+{
+	if (v->thread_started) {
+		pthread_join(v->thread, NULL);
+		v->thread_started = 0;
+	}
+}
+
+void vcpu_destroy(struct vcpu *v)
+{
+	if (v->run)
+		munmap(v->run, (size_t)v->vm->kvm.run_size);
+	if (v->fd >= 0)
+		close(v->fd);
+	v->run = NULL;
+	v->fd = -1;
+}

@@ -1,0 +1,46 @@
+/*
+ * vCPU threads: set-up (CPUID, MSRs, LAPIC LINT0/1, FPU, 64-bit boot
+ * state), KVM_RUN, and the exit dispatcher onto the port and MMIO buses.
+ * Also the fallbacks for instructions this project's host does not
+ * emulate in guest ring 0 (notes/kvm-host.md): int3 -> inject #BP,
+ * clac/stac -> edit RFLAGS.AC at CPL 0; each counted and reported.
+ */
+#ifndef VMM_VCPU_H
+#define VMM_VCPU_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct vm;
+struct kvm_run;
+struct err;
+
+struct vcpu_stats {
+	atomic_uint_fast64_t exits, io_exits, mmio_exits;
+	atomic_uint_fast64_t int3_fallbacks, clac_fallbacks, stac_fallbacks;
+};
+
+struct vcpu {
+	struct vm *vm;
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	int thread_started;
+	struct vcpu_stats stats;
+};
+
+int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e);
+/* Registers for the boot CPU at the 64-bit entry: RIP, RSI = zero page. */
+int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *e);
+int vcpu_start(struct vcpu *v, struct err *e);
+/* Interrupts KVM_RUN (signal); the thread exits once the VM is stopping. */
+void vcpu_kick(struct vcpu *v);
+void vcpu_join(struct vcpu *v);
+void vcpu_destroy(struct vcpu *v);
+
+/* The signal that kicks vCPUs out of KVM_RUN; blocked outside KVM_RUN. */
+#define VCPU_KICK_SIGNAL SIGUSR1
+
+#endif

@@ -1,0 +1,86 @@
+#include "vcpu_diag.h"
+
+#include "guest_mem.h"
+#include "kvm.h"
+#include "vcpu.h"
+#include "vm.h"
+
+#include <linux/kvm.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+
+#define PTE_P  1ULL
+#define PTE_PS (1ULL << 7)
+#define PTE_ADDR 0x000FFFFFFFFFF000ULL
+
+/* Linear -> physical through 4-level paging (Intel SDM vol. 3, 4.5). */
+static int walk(const struct guest_mem *m, const struct kvm_sregs *s, uint64_t lin, uint64_t *pa)
+{
+	if (!(s->cr0 & (1ULL << 31))) {
+		*pa = lin;
+		return 0;
+	}
+	if (!(s->efer & (1ULL << 10)))
+		return -1; /* 32-bit paging: not needed for our guests */
+	uint64_t table = s->cr3 & PTE_ADDR;
+	for (int level = 3; level >= 0; level--) {
+		uint64_t idx = (lin >> (12 + 9 * level)) & 0x1FF, pte;
+		if (guest_mem_read(m, table + idx * 8, &pte, 8) || !(pte & PTE_P))
+			return -1;
+		if (level == 0 || (level <= 2 && (pte & PTE_PS))) {
+			uint64_t page = 1ULL << (12 + 9 * level);
+			*pa = (pte & PTE_ADDR & ~(page - 1)) | (lin & (page - 1));
+			return 0;
+		}
+		table = pte & PTE_ADDR;
+	}
+	return -1;
+}
+
+int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
+{
+	struct kvm_sregs s;
+	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
+		return -1;
+	uint64_t lin = rip + (s.cs.l ? 0 : s.cs.base);
+	for (unsigned i = 0; i < len; i++) {
+		uint64_t pa;
+		if (walk(&v->vm->mem, &s, lin + i, &pa) || guest_mem_read(&v->vm->mem, pa, buf + i, 1))
+			return -1;
+	}
+	return 0;
+}
+
+void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsigned insn_len)
+{
+	struct log *log = &v->vm->log;
+	struct kvm_regs r;
+	struct kvm_sregs s;
+	uint8_t fetched[15];
+	char bytes[3 * 16 + 1] = "";
+	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0) {
+		log_error(log, "vCPU %u: %s (registers unavailable)", v->id, what);
+		return;
+	}
+	if (!insn && vcpu_fetch_insn(v, r.rip, fetched, sizeof(fetched)) == 0) {
+		insn = fetched;
+		insn_len = sizeof(fetched);
+	}
+	for (unsigned i = 0; insn && i < insn_len && i < 16; i++)
+		snprintf(bytes + 3 * i, 4, "%02x ", insn[i]);
+	log_error(log, "vCPU %u: %s at RIP 0x%016llx (CS 0x%04x, CPL %u, %s)", v->id, what,
+		  (unsigned long long)r.rip, s.cs.selector, s.cs.dpl,
+		  s.cs.l ? "64-bit" : (s.cr0 & 1) ? "protected mode" : "real mode");
+	log_error(log, "  instruction bytes: %s", insn ? bytes : "(unreadable)");
+	log_error(log, "  RAX %016llx RBX %016llx RCX %016llx RDX %016llx", (unsigned long long)r.rax,
+		  (unsigned long long)r.rbx, (unsigned long long)r.rcx, (unsigned long long)r.rdx);
+	log_error(log, "  RSI %016llx RDI %016llx RSP %016llx RBP %016llx", (unsigned long long)r.rsi,
+		  (unsigned long long)r.rdi, (unsigned long long)r.rsp, (unsigned long long)r.rbp);
+	log_error(log, "  RFLAGS %08llx CR0 %08llx CR2 %016llx CR3 %016llx CR4 %08llx EFER %llx",
+		  (unsigned long long)r.rflags, (unsigned long long)s.cr0, (unsigned long long)s.cr2,
+		  (unsigned long long)s.cr3, (unsigned long long)s.cr4, (unsigned long long)s.efer);
+	log_error(log, "  host: %s", kvm_host_kind(&v->vm->kvm));
+	if (v->vm->kvm.emulated_host && s.cs.dpl == 0)
+		log_error(log, "  note: this host emulates guest ring 0 instruction by instruction and "
+			       "does not know every instruction (see notes/kvm-host.md)");
+}

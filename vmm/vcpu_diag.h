@@ -1,0 +1,15 @@
+/* What happened to a vCPU, said plainly: register dump, instruction bytes. */
+#ifndef VMM_VCPU_DIAG_H
+#define VMM_VCPU_DIAG_H
+
+#include <stdint.h>
+
+struct vcpu;
+
+/* Logs RIP, CS, CPL, RSP, RFLAGS, CR0/2/3/4, EFER and the instruction bytes
+ * (read from guest memory when `insn` is NULL), plus the host kind. */
+void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsigned insn_len);
+/* Reads `len` bytes at linear address `rip` through the guest page tables. */
+int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len);
+
+#endif

@@ -1,0 +1,351 @@
+#include "vm.h"
+
+#include "err.h"
+#include "file.h"
+#include "layout.h"
+#include "mptable.h"
+#include "rss.h"
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define KERNEL_FILE_MAX (512u << 20)
+
+static void vm_ctl_request_stop(void *ctx, int code, const char *why)
+{
+	vm_request_stop(ctx, code, why);
+}
+
+static void vm_on_panic(void *ctx)
+{
+	struct vm *vm = ctx;
+	struct itimerspec its = {.it_value = {VM_PANIC_GRACE_S, 0}};
+	log_warn(&vm->log, "\"%s\" on the console: the VM ends with exit code %d", CONSOLE_PANIC_TEXT,
+		 EXIT_GUEST_CRASH);
+	if (vm->panic_fd >= 0)
+		timerfd_settime(vm->panic_fd, 0, &its, NULL);
+}
+
+void vm_request_stop(struct vm *vm, int code, const char *why)
+{
+	int expected = -1;
+	/* A reboot after a panic is the end of a crash, not a clean reset. */
+	if (code == EXIT_GUEST_OFF && atomic_load(&vm->console.panic_seen)) {
+		code = EXIT_GUEST_CRASH;
+		why = "kernel panic seen on the console";
+	}
+	if (atomic_compare_exchange_strong(&vm->exit_code, &expected, code)) {
+		snprintf(vm->stop_why, sizeof(vm->stop_why), "%s", why);
+		uint64_t one = 1;
+		if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
+			/* the counter cannot overflow here; nothing to do */
+		}
+	}
+	atomic_store(&vm->stopping, true);
+}
+
+bool vm_stopping(struct vm *vm)
+{
+	return atomic_load(&vm->stopping);
+}
+
+void vm_note_first_run(struct vm *vm)
+{
+	uint_fast64_t zero = 0;
+	if (atomic_load(&vm->first_run_ns) == 0)
+		atomic_compare_exchange_strong(&vm->first_run_ns, &zero, irq_now_ns());
+}
+
+static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name,
+		       bus_read_fn rd, bus_write_fn wr, void *opaque, struct err *e)
+{
+	int ret = bus_register(b, base, len, name, rd, wr, opaque);
+	if (ret)
+		return err_set(e, EXIT_HOST, "cannot register %s at %s 0x%llx: %s", name, b->name,
+			       (unsigned long long)base, strerror(-ret));
+	return 0;
+}
+
+static int vm_create_devices(struct vm *vm, struct err *e)
+{
+	struct irq_line *com1 = irq_line_claim(&vm->irq, UART_COM1_IRQ, "uart8250 COM1");
+	struct char_sink out = {console_output, &vm->console};
+	uart8250_init(&vm->uart, com1, out);
+	i8042_init(&vm->i8042, vm->ctl);
+	rtc_init(&vm->rtc, NULL, NULL);
+	debug_exit_init(&vm->debug_exit, vm->ctl);
+	pvpanic_init(&vm->pvpanic, vm->ctl);
+	boot_timer_init(&vm->boot_timer, vm->start_ns, vm->opts->boot_timer ? stderr : NULL);
+	return vm_register(&vm->pio, UART_COM1_BASE, UART_NREGS, "uart8250", uart8250_read,
+			   uart8250_write, &vm->uart, e) ||
+	       vm_register(&vm->pio, I8042_DATA_PORT, 1, "i8042 data", i8042_data_read,
+			   i8042_data_write, &vm->i8042, e) ||
+	       vm_register(&vm->pio, I8042_STATUS_PORT, 1, "i8042 status", i8042_status_read,
+			   i8042_command_write, &vm->i8042, e) ||
+	       vm_register(&vm->pio, RTC_INDEX_PORT, 2, "rtc", rtc_read, rtc_write, &vm->rtc, e) ||
+	       vm_register(&vm->pio, DEBUG_EXIT_PORT, DEBUG_EXIT_SIZE, "debug-exit",
+			   debug_exit_read, debug_exit_write, &vm->debug_exit, e) ||
+	       vm_register(&vm->pio, PVPANIC_PORT, 1, "pvpanic", pvpanic_read, pvpanic_write,
+			   &vm->pvpanic, e) ||
+	       vm_register(&vm->pio, BOOT_TIMER_PORT, 1, "boot-timer port", boot_timer_port_read,
+			   boot_timer_port_write, &vm->boot_timer, e) ||
+	       vm_register(&vm->mmio, BOOT_TIMER_MMIO_BASE, BOOT_TIMER_MMIO_SIZE, "boot-timer",
+			   boot_timer_mmio_read, boot_timer_mmio_write, &vm->boot_timer, e);
+}
+
+static int vm_load_guest(struct vm *vm, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	uint8_t *kernel = NULL, *initrd = NULL;
+	size_t kernel_len = 0, initrd_len = 0;
+	char *cmdline = options_kernel_cmdline(o);
+	int ret = -1;
+	if (!cmdline)
+		return err_set(e, EXIT_HOST, "out of memory");
+	if (file_read_all("kernel", o->kernel, KERNEL_FILE_MAX, &kernel, &kernel_len, e))
+		goto out;
+	if (o->initrd && file_read_all("initrd", o->initrd, (size_t)vm->mem.ram_size, &initrd,
+				       &initrd_len, e))
+		goto out;
+	struct boot_config bc = {
+		.kernel = kernel, .kernel_len = kernel_len, .initrd = initrd,
+		.initrd_len = initrd_len, .cmdline = cmdline, .guest_decompress = o->guest_decompress,
+	};
+	if (boot_load(&vm->mem, &bc, &vm->boot, e)) {
+		err_prefix(e, "kernel '%s'", o->kernel);
+		goto out;
+	}
+	log_info(&vm->log, "boot: %s", vm->boot.how);
+	ret = 0;
+out:
+	free(kernel);
+	free(initrd);
+	free(cmdline);
+	return ret;
+}
+
+static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *features)
+{
+	for (uint32_t i = 0; i < k->cpuid->nent; i++)
+		if (k->cpuid->entries[i].function == 1) {
+			*sig = k->cpuid->entries[i].eax;
+			*features = k->cpuid->entries[i].edx;
+			return 0;
+		}
+	return -1;
+}
+
+static int vm_setup_loop(struct vm *vm, struct err *e)
+{
+	sigset_t sigs;
+	struct epoll_event ev = {.events = EPOLLIN};
+	vm->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	vm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	vm->timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	vm->panic_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (vm->epoll_fd < 0 || vm->wake_fd < 0 || vm->timeout_fd < 0 || vm->panic_fd < 0 ||
+	    vm->signal_fd < 0)
+		return err_set(e, EXIT_HOST, "cannot set up the event loop: %s", strerror(errno));
+	int fds[] = {vm->wake_fd, vm->timeout_fd, vm->panic_fd, vm->signal_fd};
+	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		ev.data.fd = fds[i];
+		if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+			return err_set(e, EXIT_HOST, "epoll_ctl failed: %s", strerror(errno));
+	}
+	if (vm->console.in_fd >= 0) {
+		ev.data.fd = vm->console.in_fd;
+		/* A regular file or /dev/null cannot be polled: no input then. */
+		if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, vm->console.in_fd, &ev) < 0)
+			vm->console.in_fd = -1;
+	}
+	if (vm->opts->timeout_s > 0) {
+		struct itimerspec its = {0};
+		its.it_value.tv_sec = (time_t)vm->opts->timeout_s;
+		its.it_value.tv_nsec = (long)((vm->opts->timeout_s - floor(vm->opts->timeout_s)) * 1e9);
+		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+			its.it_value.tv_nsec = 1;
+		timerfd_settime(vm->timeout_fd, 0, &its, NULL);
+	}
+	return 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, struct err *e)
+{
+	memset(vm, 0, sizeof(*vm));
+	vm->opts = o;
+	vm->start_ns = start_ns;
+	vm->kvm.dev_fd = vm->kvm.vm_fd = -1;
+	vm->wake_fd = vm->epoll_fd = vm->signal_fd = vm->timeout_fd = vm->panic_fd = -1;
+	atomic_init(&vm->exit_code, -1);
+	log_init(&vm->log, o->verbosity >= 2 ? LOG_DEBUG : o->verbosity == 1 ? LOG_INFO : LOG_WARN,
+		 stderr);
+	bus_init(&vm->pio, "pio", &vm->log);
+	bus_init(&vm->mmio, "mmio", &vm->log);
+	vm->ctl = (struct machine_ctl){vm_ctl_request_stop, vm};
+	if (console_open(&vm->console, o->console_log, e))
+		return -1;
+	vm->console.on_panic = vm_on_panic;
+	vm->console.on_panic_ctx = vm;
+
+	/* Inputs first: a bad kernel is exit 2 even where KVM is missing. */
+	if (guest_mem_create(&vm->mem, o->memory_mib << 20, e) || vm_load_guest(vm, e))
+		return -1;
+	if (kvm_open(&vm->kvm, NULL, e))
+		return -1;
+	log_info(&vm->log, "host: %s", kvm_host_kind(&vm->kvm));
+	if (o->cpus > (unsigned)vm->kvm.max_vcpus)
+		return err_set(e, EXIT_USAGE, "--cpus %u: KVM on this host allows at most %d vCPUs",
+			       o->cpus, vm->kvm.max_vcpus);
+	vm->nvcpus = o->cpus;
+	struct mp_config mp = {.ncpus = o->cpus};
+	vm_cpu_signature(&vm->kvm, &mp.cpu_signature, &mp.cpu_features);
+	if (mptable_write(&vm->mem, &mp, e) < 0)
+		return -1;
+	if (kvm_create_vm(&vm->kvm, &vm->mem, e))
+		return -1;
+	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
+	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink);
+	if (vm_create_devices(vm, e) || vm_setup_loop(vm, e))
+		return -1;
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		if (vcpu_create(vm, &vm->vcpus[i], i, e))
+			return -1;
+	return vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e);
+}
+
+static void vm_console_input(struct vm *vm)
+{
+	uint8_t buf[CONSOLE_INPUT_MAX];
+	size_t n;
+	enum console_input_result r = console_read_input(&vm->console, buf, sizeof(buf), &n);
+	if (n) {
+		size_t taken = uart8250_receive(&vm->uart, buf, n);
+		if (taken < n)
+			log_debug(&vm->log, "console: guest receive buffer full, %zu bytes dropped",
+				  n - taken);
+	}
+	if (r == CONSOLE_INPUT_QUIT) {
+		vm_request_stop(vm, EXIT_INTERRUPTED, "Ctrl-A x on the console");
+	} else if (r == CONSOLE_INPUT_EOF) {
+		epoll_ctl(vm->epoll_fd, EPOLL_CTL_DEL, vm->console.in_fd, NULL);
+		vm->console.in_fd = -1; /* end of input; the guest keeps running */
+	}
+}
+
+static void vm_event_loop(struct vm *vm)
+{
+	struct epoll_event evs[8];
+	while (atomic_load(&vm->exit_code) < 0) {
+		int n = epoll_wait(vm->epoll_fd, evs, 8, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			log_error(&vm->log, "epoll_wait failed: %s", strerror(errno));
+			vm_request_stop(vm, EXIT_HOST, "event loop failure");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			uint64_t count;
+			if (fd == vm->console.in_fd) {
+				vm_console_input(vm);
+			} else if (fd == vm->timeout_fd) {
+				vm_request_stop(vm, EXIT_TIMEOUT, "--timeout expired");
+			} else if (fd == vm->panic_fd) {
+				vm_request_stop(vm, EXIT_GUEST_CRASH, "kernel panic seen on the console");
+			} else if (fd == vm->signal_fd) {
+				struct signalfd_siginfo si;
+				if (read(fd, &si, sizeof(si)) == sizeof(si))
+					vm_request_stop(vm, EXIT_INTERRUPTED,
+							si.ssi_signo == SIGINT ? "SIGINT"
+							: si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGHUP");
+			} else if (fd == vm->wake_fd) {
+				if (read(fd, &count, sizeof(count)) < 0) {
+					/* nonblocking: nothing pending */
+				}
+			}
+		}
+	}
+}
+
+static void vm_report(struct vm *vm, int code)
+{
+	enum log_level level = (code == EXIT_GUEST_OFF || (code & 1)) ? LOG_INFO : LOG_WARN;
+	log_msg(&vm->log, level, "guest stopped: %s (exit code %d)", vm->stop_why, code);
+	uint64_t int3 = 0, clac = 0, stac = 0;
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		int3 += atomic_load(&vm->vcpus[i].stats.int3_fallbacks);
+		clac += atomic_load(&vm->vcpus[i].stats.clac_fallbacks);
+		stac += atomic_load(&vm->vcpus[i].stats.stac_fallbacks);
+	}
+	if (int3 + clac + stac)
+		log_info(&vm->log,
+			 "ring-0 emulation fallbacks on this host: int3 -> #BP %llu, clac %llu, stac %llu",
+			 (unsigned long long)int3, (unsigned long long)clac, (unsigned long long)stac);
+	if (vm->opts->boot_timer) {
+		uint64_t first = atomic_load(&vm->first_run_ns);
+		fprintf(stderr, "vmm: boot-timer: boot path: %s\n", vm->boot.how);
+		if (first)
+			fprintf(stderr, "vmm: boot-timer: exec-to-first-KVM_RUN %llu us (from main())\n",
+				(unsigned long long)((first - vm->start_ns) / 1000));
+		long rss = rss_kib_excluding(vm->mem.base, vm->mem.ram_size);
+		if (rss >= 0)
+			fprintf(stderr, "vmm: boot-timer: VMM RSS excluding guest RAM %ld KiB\n", rss);
+		fprintf(stderr,
+			"vmm: boot-timer: ring-0 fallbacks: int3 %llu, clac %llu, stac %llu\n",
+			(unsigned long long)int3, (unsigned long long)clac, (unsigned long long)stac);
+	}
+}
+
+int vm_run(struct vm *vm, struct err *e)
+{
+	console_enter_raw(&vm->console);
+	if (vm->console.raw)
+		vm->log.crlf = 1;
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		if (vcpu_start(&vm->vcpus[i], e)) {
+			vm_request_stop(vm, EXIT_HOST, "vCPU start failed");
+			break;
+		}
+	vm_event_loop(vm);
+	atomic_store(&vm->stopping, true);
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		vcpu_kick(&vm->vcpus[i]);
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		vcpu_join(&vm->vcpus[i]);
+	console_restore(&vm->console);
+	vm->log.crlf = 0;
+	int code = atomic_load(&vm->exit_code);
+	vm_report(vm, code);
+	return code;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	int fds[] = {vm->wake_fd, vm->epoll_fd, vm->signal_fd, vm->timeout_fd, vm->panic_fd};
+	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	kvm_close(&vm->kvm);
+	guest_mem_destroy(&vm->mem);
+	console_close(&vm->console);
+	bus_destroy(&vm->pio);
+	bus_destroy(&vm->mmio);
+}

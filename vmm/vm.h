@@ -1,0 +1,76 @@
+/*
+ * The machine: guest memory, KVM VM and vCPUs, buses, the interrupt door,
+ * the legacy devices, and the main thread's event loop (console input,
+ * signals, --timeout, stop requests). No global state: everything hangs
+ * off one `struct vm`.
+ */
+#ifndef VMM_VM_H
+#define VMM_VM_H
+
+#include "boot.h"
+#include "bus.h"
+#include "console.h"
+#include "guest_mem.h"
+#include "kvm.h"
+#include "log.h"
+#include "machine_ctl.h"
+#include "options.h"
+#include "vcpu.h"
+
+#include "devices/boot_timer.h"
+#include "devices/debug_exit.h"
+#include "devices/i8042.h"
+#include "devices/pvpanic.h"
+#include "devices/rtc.h"
+#include "devices/uart8250.h"
+#include "irq/irq.h"
+#include "irq/kvm_sink.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define VM_MAX_VCPUS 254
+/* After "Kernel panic - not syncing", let the trace print, then stop. */
+#define VM_PANIC_GRACE_S 10
+
+struct vm {
+	const struct vm_options *opts;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at main() */
+	struct log log;
+	struct kvm kvm;
+	struct guest_mem mem;
+	struct bus pio, mmio;
+	struct irq_kvm_sink irq_sink;
+	struct irq_router irq;
+	struct console console;
+	struct machine_ctl ctl;
+
+	struct uart8250 uart;
+	struct i8042 i8042;
+	struct rtc rtc;
+	struct debug_exit debug_exit;
+	struct pvpanic pvpanic;
+	struct boot_timer boot_timer;
+
+	struct vcpu vcpus[VM_MAX_VCPUS];
+	unsigned nvcpus;
+	struct boot_result boot;
+
+	atomic_int exit_code; /* -1 while running */
+	char stop_why[160];
+	atomic_bool stopping;
+	atomic_uint_fast64_t first_run_ns;
+	int wake_fd, epoll_fd, signal_fd, timeout_fd, panic_fd;
+};
+
+/* Builds the whole machine; on error the VM can still be destroyed. */
+int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, struct err *e);
+/* Runs until the guest stops; returns the process exit code. */
+int vm_run(struct vm *vm, struct err *e);
+void vm_destroy(struct vm *vm);
+
+void vm_request_stop(struct vm *vm, int exit_code, const char *why);
+bool vm_stopping(struct vm *vm);
+void vm_note_first_run(struct vm *vm);
+
+#endif
