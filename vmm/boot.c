@@ -89,8 +89,9 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 			       len, setup_len);
 	bz->pm = img + setup_len;
 	bz->pm_len = len - setup_len;
-	/* syssize: protected-mode size in 16-byte paragraphs (protocol 2.04+). */
-	if ((uint64_t)h->syssize * 16 > bz->pm_len)
+	/* syssize: protected-mode size in 16-byte paragraphs, rounded up
+	 * (protocol 2.04+), so the file may end up to 15 bytes short of it. */
+	if ((uint64_t)h->syssize * 16 > (uint64_t)bz->pm_len + 15)
 		return err_set(e, EXIT_USAGE,
 			       "bzImage is truncated: header declares %llu bytes of kernel, file has %zu",
 			       (unsigned long long)h->syssize * 16, bz->pm_len);

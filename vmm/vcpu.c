@@ -206,29 +206,54 @@ static void vcpu_handle_mmio(struct vcpu *v)
 }
 
 
-/* The fallbacks measured to work on the emulating host (kvm-host.md). */
+const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT] = {"int3", "clac", "stac", "fwait"};
+
+static int vcpu_inject_exception(struct vcpu *v, uint8_t nr)
+{
+	struct kvm_vcpu_events ev;
+	if (ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		return -1;
+	ev.exception.injected = 1;
+	ev.exception.nr = nr;
+	ev.exception.has_error_code = 0;
+	ev.exception.error_code = 0;
+	ev.flags = 0;
+	return ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev) < 0 ? -1 : 0;
+}
+
+/*
+ * The fallbacks for instructions the emulating host cannot run in guest
+ * ring 0 (kvm-host.md); each does what the SDM says the instruction does.
+ */
 static int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n)
 {
 	struct kvm_regs r;
 	struct kvm_sregs s;
-	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
+	if (n == 0 || ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return -1;
-	if (n >= 1 && insn[0] == 0xCC) {
+	if (insn[0] == 0xCC) {
 		/* int3 is a trap: #BP is delivered with RIP past the 0xCC. */
-		struct kvm_vcpu_events ev;
-		if (ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
+		r.rip += 1;
+		if (ioctl(v->fd, KVM_SET_REGS, &r) < 0 || vcpu_inject_exception(v, 3))
 			return -1;
+		atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_INT3], 1);
+		return 0;
+	}
+	if (insn[0] == 0x9B) {
+		/* fwait (SDM vol. 2, WAIT/FWAIT): #NM if CR0.MP and CR0.TS, #MF if
+		 * an unmasked x87 exception is pending (FSW.ES), else nothing. */
+		struct kvm_fpu fpu;
+		uint8_t fault = 0;
+		if ((s.cr0 & 0x2) && (s.cr0 & 0x8))
+			fault = 7;
+		else if (ioctl(v->fd, KVM_GET_FPU, &fpu) == 0 && (fpu.fsw & 0x80))
+			fault = 16;
+		if (fault)
+			return vcpu_inject_exception(v, fault);
 		r.rip += 1;
 		if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
 			return -1;
-		ev.exception.injected = 1;
-		ev.exception.nr = 3;
-		ev.exception.has_error_code = 0;
-		ev.exception.error_code = 0;
-		ev.flags = 0;
-		if (ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev) < 0)
-			return -1;
-		atomic_fetch_add(&v->stats.int3_fallbacks, 1);
+		atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_FWAIT], 1);
 		return 0;
 	}
 	/* clac 0F 01 CA, stac 0F 01 CB: only legal at CPL 0. */
@@ -236,10 +261,10 @@ static int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned
 	    s.cs.dpl == 0) {
 		if (insn[2] == 0xCA) {
 			r.rflags &= ~X86_RFLAGS_AC;
-			atomic_fetch_add(&v->stats.clac_fallbacks, 1);
+			atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_CLAC], 1);
 		} else {
 			r.rflags |= X86_RFLAGS_AC;
-			atomic_fetch_add(&v->stats.stac_fallbacks, 1);
+			atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_STAC], 1);
 		}
 		r.rip += 3;
 		return ioctl(v->fd, KVM_SET_REGS, &r) < 0 ? -1 : 0;

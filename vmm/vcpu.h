@@ -3,7 +3,8 @@
  * state), KVM_RUN, and the exit dispatcher onto the port and MMIO buses.
  * Also the fallbacks for instructions this project's host does not
  * emulate in guest ring 0 (notes/kvm-host.md): int3 -> inject #BP,
- * clac/stac -> edit RFLAGS.AC at CPL 0; each counted and reported.
+ * clac/stac -> edit RFLAGS.AC at CPL 0, fwait -> its architectural effect;
+ * each counted and reported.
  */
 #ifndef VMM_VCPU_H
 #define VMM_VCPU_H
@@ -16,9 +17,19 @@ struct vm;
 struct kvm_run;
 struct err;
 
+/* Instructions the emulating host's ring 0 does not know, and we do. */
+enum vcpu_fallback {
+	VCPU_FALLBACK_INT3,  /* inject #BP */
+	VCPU_FALLBACK_CLAC,  /* clear RFLAGS.AC */
+	VCPU_FALLBACK_STAC,  /* set RFLAGS.AC */
+	VCPU_FALLBACK_FWAIT, /* x87 sync: #NM, #MF or nothing */
+	VCPU_FALLBACK_COUNT,
+};
+extern const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT];
+
 struct vcpu_stats {
 	atomic_uint_fast64_t exits, io_exits, mmio_exits;
-	atomic_uint_fast64_t int3_fallbacks, clac_fallbacks, stac_fallbacks;
+	atomic_uint_fast64_t fallbacks[VCPU_FALLBACK_COUNT];
 };
 
 struct vcpu {

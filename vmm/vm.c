@@ -287,16 +287,18 @@ static void vm_report(struct vm *vm, int code)
 {
 	enum log_level level = (code == EXIT_GUEST_OFF || (code & 1)) ? LOG_INFO : LOG_WARN;
 	log_msg(&vm->log, level, "guest stopped: %s (exit code %d)", vm->stop_why, code);
-	uint64_t int3 = 0, clac = 0, stac = 0;
-	for (unsigned i = 0; i < vm->nvcpus; i++) {
-		int3 += atomic_load(&vm->vcpus[i].stats.int3_fallbacks);
-		clac += atomic_load(&vm->vcpus[i].stats.clac_fallbacks);
-		stac += atomic_load(&vm->vcpus[i].stats.stac_fallbacks);
+	uint64_t fb[VCPU_FALLBACK_COUNT] = {0}, fb_total = 0;
+	char fb_text[160] = "";
+	size_t off = 0;
+	for (unsigned k = 0; k < VCPU_FALLBACK_COUNT; k++) {
+		for (unsigned i = 0; i < vm->nvcpus; i++)
+			fb[k] += atomic_load(&vm->vcpus[i].stats.fallbacks[k]);
+		fb_total += fb[k];
+		off += (size_t)snprintf(fb_text + off, sizeof(fb_text) - off, "%s%s %llu",
+					k ? ", " : "", vcpu_fallback_names[k], (unsigned long long)fb[k]);
 	}
-	if (int3 + clac + stac)
-		log_info(&vm->log,
-			 "ring-0 emulation fallbacks on this host: int3 -> #BP %llu, clac %llu, stac %llu",
-			 (unsigned long long)int3, (unsigned long long)clac, (unsigned long long)stac);
+	if (fb_total)
+		log_info(&vm->log, "ring-0 emulation fallbacks on this host: %s", fb_text);
 	if (vm->opts->boot_timer) {
 		uint64_t first = atomic_load(&vm->first_run_ns);
 		fprintf(stderr, "vmm: boot-timer: boot path: %s\n", vm->boot.how);
@@ -306,9 +308,7 @@ static void vm_report(struct vm *vm, int code)
 		long rss = rss_kib_excluding(vm->mem.base, vm->mem.ram_size);
 		if (rss >= 0)
 			fprintf(stderr, "vmm: boot-timer: VMM RSS excluding guest RAM %ld KiB\n", rss);
-		fprintf(stderr,
-			"vmm: boot-timer: ring-0 fallbacks: int3 %llu, clac %llu, stac %llu\n",
-			(unsigned long long)int3, (unsigned long long)clac, (unsigned long long)stac);
+		fprintf(stderr, "vmm: boot-timer: ring-0 emulation fallbacks: %s\n", fb_text);
 	}
 }
 

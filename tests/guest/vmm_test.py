@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Runs ./vmm once and checks what it did: exit code, console and stderr.
+
+Used by meson for every guest integration test. Tests that boot a guest
+need /dev/kvm: without it they print why and exit 77 (meson's "skipped").
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def kvm_usable():
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR)
+    except OSError as e:
+        return str(e)
+    os.close(fd)
+    return None
+
+
+def fnv1a32(data):
+    h = 0x811C9DC5
+    for b in data:
+        h ^= b
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vmm", required=True)
+    ap.add_argument("--needs-kvm", action="store_true")
+    ap.add_argument("--exit", type=int, required=True, help="expected exit code")
+    ap.add_argument("--stdout", action="append", default=[], help="regex the console must match")
+    ap.add_argument("--not-stdout", action="append", default=[], help="regex the console must not match")
+    ap.add_argument("--stderr", action="append", default=[], help="regex stderr must match")
+    ap.add_argument("--initrd-bytes", type=int, default=0,
+                    help="make an initrd of N pseudo-random bytes and pass hello.initrd_* keys")
+    ap.add_argument("--corrupt-kernel", type=int, default=-1,
+                    help="copy the kernel and invert 64 bytes at this offset from the end")
+    ap.add_argument("--wall-timeout", type=float, default=300)
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    args = a.args[1:] if a.args and a.args[0] == "--" else a.args
+
+    if a.needs_kvm:
+        why = kvm_usable()
+        if why:
+            print(f"SKIP: /dev/kvm is not usable here ({why}); this test boots a guest")
+            return 77
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cmdline_extra = []
+        if a.initrd_bytes:
+            data = bytes((i * 131 + (i >> 8) * 7 + 3) & 0xFF for i in range(a.initrd_bytes))
+            path = os.path.join(tmp, "initrd.img")
+            with open(path, "wb") as f:
+                f.write(data)
+            args += ["--initrd", path]
+            cmdline_extra.append(f"hello.initrd_size={len(data)} hello.initrd_fnv=0x{fnv1a32(data):08x}")
+        if a.corrupt_kernel >= 0:
+            i = args.index("--kernel") + 1
+            with open(args[i], "rb") as f:
+                img = bytearray(f.read())
+            off = len(img) - a.corrupt_kernel
+            for j in range(off, min(off + 64, len(img))):
+                img[j] ^= 0xFF
+            path = os.path.join(tmp, "corrupt.bzImage")
+            with open(path, "wb") as f:
+                f.write(img)
+            args[i] = path
+        if cmdline_extra:
+            if "--cmdline" in args:
+                i = args.index("--cmdline") + 1
+                args[i] = args[i] + " " + " ".join(cmdline_extra)
+            else:
+                args += ["--cmdline", " ".join(cmdline_extra)]
+        cmd = [a.vmm] + args
+        print("running:", " ".join(cmd), flush=True)
+        try:
+            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=a.wall_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"FAIL: vmm did not finish within {a.wall_timeout} s")
+            return 1
+    out = p.stdout.decode(errors="replace")
+    err = p.stderr.decode(errors="replace")
+    print("--- console ---\n" + out + "--- stderr ---\n" + err + "---", flush=True)
+    failures = []
+    if p.returncode != a.exit:
+        failures.append(f"exit code {p.returncode}, expected {a.exit}")
+    for rx in a.stdout:
+        if not re.search(rx, out, re.M):
+            failures.append(f"console lacks /{rx}/")
+    for rx in a.not_stdout:
+        if re.search(rx, out, re.M):
+            failures.append(f"console has /{rx}/")
+    for rx in a.stderr:
+        if not re.search(rx, err, re.M):
+            failures.append(f"stderr lacks /{rx}/")
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
