@@ -51,6 +51,29 @@ int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
 	return 0;
 }
 
+/* Instructions measured to be unknown to the emulating host's ring 0, and
+ * the guest command line that makes Linux avoid them (kvm-host.md). */
+const char *vcpu_insn_hint(const uint8_t *insn, unsigned n)
+{
+	unsigned i = 0;
+	while (i < n && (insn[i] == 0xF0 || insn[i] == 0xF2 || insn[i] == 0xF3 || insn[i] == 0x66 ||
+			 insn[i] == 0x2E || insn[i] == 0x3E || insn[i] == 0x26 || insn[i] == 0x64 ||
+			 insn[i] == 0x65 || insn[i] == 0x36 || (insn[i] & 0xF0) == 0x40))
+		i++;
+	if (i + 2 >= n || insn[i] != 0x0F)
+		return NULL;
+	uint8_t op = insn[i + 1], modrm = insn[i + 2], reg = (modrm >> 3) & 7;
+	if (op == 0xC7 && reg == 1)
+		return "cmpxchg16b: add clearcpuid=cx16 to the guest command line";
+	if (op == 0xAE && (modrm >> 6) != 3 && (reg == 4 || reg == 5))
+		return "xsave/xrstor: add clearcpuid=xsave to the guest command line";
+	if (op == 0x01 && (modrm == 0xD0 || modrm == 0xD1))
+		return "xgetbv/xsetbv: add clearcpuid=xsave to the guest command line";
+	if (op == 0xB8)
+		return "popcnt: add clearcpuid=popcnt to the guest command line";
+	return NULL;
+}
+
 void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsigned insn_len)
 {
 	struct log *log = &v->vm->log;
@@ -72,6 +95,10 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 		  (unsigned long long)r.rip, s.cs.selector, s.cs.dpl,
 		  s.cs.l ? "64-bit" : (s.cr0 & 1) ? "protected mode" : "real mode");
 	log_error(log, "  instruction bytes: %s", insn ? bytes : "(unreadable)");
+	const char *hint = insn && v->vm->kvm.emulated_host ? vcpu_insn_hint(insn, insn_len) : NULL;
+	if (hint)
+		log_error(log, "  hint: %s (the set measured to work here: "
+			       "clearcpuid=popcnt,smap,smep,xsave,cx16,avx,avx2,avx512f)", hint);
 	log_error(log, "  RAX %016llx RBX %016llx RCX %016llx RDX %016llx", (unsigned long long)r.rax,
 		  (unsigned long long)r.rbx, (unsigned long long)r.rcx, (unsigned long long)r.rdx);
 	log_error(log, "  RSI %016llx RDI %016llx RSP %016llx RBP %016llx", (unsigned long long)r.rsi,

@@ -12,4 +12,7 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 /* Reads `len` bytes at linear address `rip` through the guest page tables. */
 int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len);
 
+/* A known-unemulated instruction's name and workaround, or NULL. */
+const char *vcpu_insn_hint(const uint8_t *insn, unsigned n);
+
 #endif
