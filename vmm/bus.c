@@ -114,33 +114,45 @@ static const struct bus_range *bus_find(const struct bus *b, uint64_t addr, unsi
 	return r;
 }
 
-bool bus_read(struct bus *b, uint64_t addr, void *data, unsigned len)
+/*
+ * The callback runs after the lock is dropped: a device may then map or
+ * unmap ranges (a PCI BAR move from a config write) without deadlock.
+ * Devices live as long as the machine, so a range unmapped meanwhile only
+ * lets an access that had already started finish at the old address.
+ */
+static bool bus_lookup(struct bus *b, uint64_t addr, unsigned len, struct bus_range *out)
 {
 	pthread_rwlock_rdlock(&b->lock);
 	const struct bus_range *r = bus_find(b, addr, len);
-	if (r && r->read) {
-		r->read(r->opaque, addr - r->base, data, len);
-		pthread_rwlock_unlock(&b->lock);
-		return true;
-	}
+	if (r)
+		*out = *r;
 	pthread_rwlock_unlock(&b->lock);
-	memset(data, 0xff, len);
-	if (!r)
-		bus_note_unclaimed(b, addr, len, false);
 	return r != NULL;
+}
+
+bool bus_read(struct bus *b, uint64_t addr, void *data, unsigned len)
+{
+	struct bus_range r;
+	if (!bus_lookup(b, addr, len, &r)) {
+		memset(data, 0xff, len);
+		bus_note_unclaimed(b, addr, len, false);
+		return false;
+	}
+	if (r.read)
+		r.read(r.opaque, addr - r.base, data, len);
+	else
+		memset(data, 0xff, len);
+	return true;
 }
 
 bool bus_write(struct bus *b, uint64_t addr, const void *data, unsigned len)
 {
-	pthread_rwlock_rdlock(&b->lock);
-	const struct bus_range *r = bus_find(b, addr, len);
-	if (r && r->write) {
-		r->write(r->opaque, addr - r->base, data, len);
-		pthread_rwlock_unlock(&b->lock);
-		return true;
-	}
-	pthread_rwlock_unlock(&b->lock);
-	if (!r)
+	struct bus_range r;
+	if (!bus_lookup(b, addr, len, &r)) {
 		bus_note_unclaimed(b, addr, len, true);
-	return r != NULL;
+		return false;
+	}
+	if (r.write)
+		r.write(r.opaque, addr - r.base, data, len);
+	return true;
 }

@@ -80,7 +80,8 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 		return err_set(e, EXIT_USAGE, "gzip payload is truncated (%zu bytes)", len);
 	/* ISIZE (RFC 1952 section 2.3.1) is the size modulo 2^32: a hint. */
 	cap = get_le32(p + len - 4);
-	if (cap == 0 || cap > max_out)
+	int capped_by_ram = cap == 0 || cap > max_out;
+	if (capped_by_ram)
 		cap = max_out;
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
@@ -99,9 +100,13 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 	inflateEnd(&zs);
 	if (ret != Z_STREAM_END) {
 		free(buf);
-		if (ret == Z_BUF_ERROR && zs.avail_out == 0)
+		if (ret == Z_BUF_ERROR && zs.avail_out == 0 && capped_by_ram)
 			return err_set(e, EXIT_USAGE, "gzip payload inflates past %zu MiB of guest RAM",
 				       cap >> 20);
+		if (ret == Z_BUF_ERROR && zs.avail_out == 0)
+			return err_set(e, EXIT_USAGE,
+				       "gzip payload is corrupt: it inflates past its declared size of %zu bytes",
+				       cap);
 		return err_set(e, EXIT_USAGE, "gzip payload is corrupt or truncated (zlib: %s)",
 			       zs.msg ? zs.msg : (ret == Z_BUF_ERROR ? "unexpected end" : "error"));
 	}

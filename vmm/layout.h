@@ -10,7 +10,8 @@
  *   0x0009FC00  EBDA                          e820: reserved to 1 MiB
  *   0x000F0000  MP floating pointer + table (F segment)
  *   0x00100000  kernel (its pref_address or 1 MiB), then initrd near the top
- *   0xC0000000  MMIO hole: boot timer page, PCI BAR window, IOAPIC, LAPIC
+ *   0xC0000000  MMIO hole: boot timer page (0xC0000000),
+ *               PCI BAR window 0xD0000000-0xEFFFFFFF, IOAPIC, LAPIC
  *   0x100000000 RAM above 4 GiB, when --memory exceeds 3 GiB
  */
 #ifndef VMM_LAYOUT_H
@@ -33,6 +34,11 @@
 #define LAYOUT_MPTABLE        0xF0000ULL
 #define LAYOUT_MPTABLE_MAX    0x10000ULL
 #define LAYOUT_KERNEL_MIN     0x100000ULL
+
+#define LAYOUT_PCI_MMIO_START 0xD0000000ULL
+#define LAYOUT_PCI_MMIO_END   0xF0000000ULL
+#define LAYOUT_PCI_IO_START   0xC000ULL
+#define LAYOUT_PCI_IO_END     0x10000ULL
 
 #define LAYOUT_IOAPIC_BASE 0xFEC00000ULL
 #define LAYOUT_LAPIC_BASE  0xFEE00000ULL

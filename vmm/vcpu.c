@@ -4,6 +4,7 @@
 #include "err.h"
 #include "layout.h"
 #include "vcpu_diag.h"
+#include "vcpu_fallback.h"
 #include "vm.h"
 
 #include <errno.h>
@@ -33,7 +34,6 @@
 #define APIC_MODE_EXTINT (7u << 8)
 #define APIC_MODE_NMI    (4u << 8)
 
-#define X86_RFLAGS_AC (1ULL << 18)
 
 static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 {
@@ -205,72 +205,6 @@ static void vcpu_handle_mmio(struct vcpu *v)
 		bus_read(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len);
 }
 
-
-const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT] = {"int3", "clac", "stac", "fwait"};
-
-static int vcpu_inject_exception(struct vcpu *v, uint8_t nr)
-{
-	struct kvm_vcpu_events ev;
-	if (ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev) < 0)
-		return -1;
-	ev.exception.injected = 1;
-	ev.exception.nr = nr;
-	ev.exception.has_error_code = 0;
-	ev.exception.error_code = 0;
-	ev.flags = 0;
-	return ioctl(v->fd, KVM_SET_VCPU_EVENTS, &ev) < 0 ? -1 : 0;
-}
-
-/*
- * The fallbacks for instructions the emulating host cannot run in guest
- * ring 0 (kvm-host.md); each does what the SDM says the instruction does.
- */
-static int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n)
-{
-	struct kvm_regs r;
-	struct kvm_sregs s;
-	if (n == 0 || ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
-		return -1;
-	if (insn[0] == 0xCC) {
-		/* int3 is a trap: #BP is delivered with RIP past the 0xCC. */
-		r.rip += 1;
-		if (ioctl(v->fd, KVM_SET_REGS, &r) < 0 || vcpu_inject_exception(v, 3))
-			return -1;
-		atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_INT3], 1);
-		return 0;
-	}
-	if (insn[0] == 0x9B) {
-		/* fwait (SDM vol. 2, WAIT/FWAIT): #NM if CR0.MP and CR0.TS, #MF if
-		 * an unmasked x87 exception is pending (FSW.ES), else nothing. */
-		struct kvm_fpu fpu;
-		uint8_t fault = 0;
-		if ((s.cr0 & 0x2) && (s.cr0 & 0x8))
-			fault = 7;
-		else if (ioctl(v->fd, KVM_GET_FPU, &fpu) == 0 && (fpu.fsw & 0x80))
-			fault = 16;
-		if (fault)
-			return vcpu_inject_exception(v, fault);
-		r.rip += 1;
-		if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
-			return -1;
-		atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_FWAIT], 1);
-		return 0;
-	}
-	/* clac 0F 01 CA, stac 0F 01 CB: only legal at CPL 0. */
-	if (n >= 3 && insn[0] == 0x0F && insn[1] == 0x01 && (insn[2] == 0xCA || insn[2] == 0xCB) &&
-	    s.cs.dpl == 0) {
-		if (insn[2] == 0xCA) {
-			r.rflags &= ~X86_RFLAGS_AC;
-			atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_CLAC], 1);
-		} else {
-			r.rflags |= X86_RFLAGS_AC;
-			atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_STAC], 1);
-		}
-		r.rip += 3;
-		return ioctl(v->fd, KVM_SET_REGS, &r) < 0 ? -1 : 0;
-	}
-	return -1;
-}
 
 static void vcpu_handle_internal_error(struct vcpu *v)
 {

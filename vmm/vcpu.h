@@ -23,6 +23,8 @@ enum vcpu_fallback {
 	VCPU_FALLBACK_CLAC,  /* clear RFLAGS.AC */
 	VCPU_FALLBACK_STAC,  /* set RFLAGS.AC */
 	VCPU_FALLBACK_FWAIT, /* x87 sync: #NM, #MF or nothing */
+	VCPU_FALLBACK_LDMXCSR,
+	VCPU_FALLBACK_STMXCSR,
 	VCPU_FALLBACK_COUNT,
 };
 extern const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT];

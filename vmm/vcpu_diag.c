@@ -37,18 +37,27 @@ static int walk(const struct guest_mem *m, const struct kvm_sregs *s, uint64_t l
 	return -1;
 }
 
+int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t lin, void *buf,
+		       unsigned len, int write)
+{
+	uint8_t *p = buf;
+	for (unsigned i = 0; i < len; i++) {
+		uint64_t pa;
+		if (walk(&v->vm->mem, s, lin + i, &pa))
+			return -1;
+		if (write ? guest_mem_write(&v->vm->mem, pa, p + i, 1)
+			  : guest_mem_read(&v->vm->mem, pa, p + i, 1))
+			return -1;
+	}
+	return 0;
+}
+
 int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
 {
 	struct kvm_sregs s;
 	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return -1;
-	uint64_t lin = rip + (s.cs.l ? 0 : s.cs.base);
-	for (unsigned i = 0; i < len; i++) {
-		uint64_t pa;
-		if (walk(&v->vm->mem, &s, lin + i, &pa) || guest_mem_read(&v->vm->mem, pa, buf + i, 1))
-			return -1;
-	}
-	return 0;
+	return vcpu_linear_access(v, &s, rip + (s.cs.l ? 0 : s.cs.base), buf, len, 0);
 }
 
 /* Instructions measured to be unknown to the emulating host's ring 0, and

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 struct vcpu;
+struct kvm_sregs;
 
 /* Logs RIP, CS, CPL, RSP, RFLAGS, CR0/2/3/4, EFER and the instruction bytes
  * (read from guest memory when `insn` is NULL), plus the host kind. */
@@ -12,6 +13,10 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 /* Reads `len` bytes at linear address `rip` through the guest page tables. */
 int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len);
 
+/* Reads or writes guest memory at a linear address (page walk per byte;
+ * fails closed on an unmapped page or non-RAM). Writes ignore the R/W bit. */
+int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t lin, void *buf,
+		       unsigned len, int write);
 /* A known-unemulated instruction's name and workaround, or NULL. */
 const char *vcpu_insn_hint(const uint8_t *insn, unsigned n);
 

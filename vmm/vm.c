@@ -114,8 +114,9 @@ static int vm_load_guest(struct vm *vm, struct err *e)
 		return err_set(e, EXIT_HOST, "out of memory");
 	if (file_read_all("kernel", o->kernel, KERNEL_FILE_MAX, &kernel, &kernel_len, e))
 		goto out;
-	if (o->initrd && file_read_all("initrd", o->initrd, (size_t)vm->mem.ram_size, &initrd,
-				       &initrd_len, e))
+	/* Up to 4 GiB is read; whether it fits in RAM is the loader's call,
+	 * which says where it would have to go. */
+	if (o->initrd && file_read_all("initrd", o->initrd, (size_t)1 << 32, &initrd, &initrd_len, e))
 		goto out;
 	struct boot_config bc = {
 		.kernel = kernel, .kernel_len = kernel_len, .initrd = initrd,
@@ -343,6 +344,7 @@ void vm_destroy(struct vm *vm)
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	irq_router_destroy(&vm->irq);
 	kvm_close(&vm->kvm);
 	guest_mem_destroy(&vm->mem);
 	console_close(&vm->console);

@@ -1,0 +1,37 @@
+/* --stats: what went through the door, per ISA line, INTx pin and vector. */
+#include "irq.h"
+
+#define C(x) ((unsigned long long)atomic_load(&(x)))
+
+void irq_print_stats(struct irq_router *r, FILE *out)
+{
+	fprintf(out, "vmm: stats: interrupt delivery: MSI %s, INTx %s; %llu routing-table updates\n",
+		r->msi_mode == IRQ_MSI_IRQFD ? "irqfd" : "KVM_SIGNAL_MSI",
+		r->intx_mode == IRQ_INTX_RESAMPLE ? "irqfd+resample" : "KVM_IRQ_LINE",
+		C(r->route_table_updates));
+	for (unsigned i = 0; i < IRQ_ISA_LINES; i++) {
+		struct irq_line *l = &r->lines[i];
+		if (r->claimed[i])
+			fprintf(out, "vmm: stats: ISA IRQ %-2u %-16s asserted %llu errors %llu\n", i,
+				l->owner, C(l->stats.asserts), C(l->stats.errors));
+	}
+	for (unsigned i = 0; i < IRQ_INTX_PINS; i++) {
+		struct irq_intx_pin *p = &r->pins[i];
+		if (!p->nsharers)
+			continue;
+		fprintf(out, "vmm: stats: INTx pin %u (%u sharer%s) asserted %llu deasserted %llu "
+			     "resamples %llu refires %llu errors %llu\n",
+			p->gsi, p->nsharers, p->nsharers == 1 ? "" : "s", C(p->stats.asserts),
+			C(p->stats.deasserts), C(p->stats.resamples), C(p->stats.refires),
+			C(p->stats.errors));
+	}
+	for (unsigned i = 0; i < r->nvectors; i++) {
+		struct irq_msi_vector *v = r->vectors[i];
+		if (!C(v->stats.asserts) && !C(v->stats.pended) && !C(v->stats.errors))
+			continue;
+		fprintf(out, "vmm: stats: MSI %-24s delivered %llu pended %llu coalesced %llu "
+			     "errors %llu%s\n",
+			v->name, C(v->stats.asserts), C(v->stats.pended), C(v->stats.coalesced),
+			C(v->stats.errors), v->gsi ? "" : " (no route)");
+	}
+}
