@@ -2,6 +2,8 @@
 
 #include "err.h"
 
+#include "irq/irq.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -11,6 +13,7 @@
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_NO_DEFAULT_CMDLINE, OPT_MEMORY, OPT_CPUS,
 	OPT_TIMEOUT, OPT_CONSOLE_LOG, OPT_GUEST_DECOMPRESS, OPT_BOOT_TIMER, OPT_VERSION,
+	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS,
 };
 
 static const struct option long_options[] = {
@@ -27,6 +30,11 @@ static const struct option long_options[] = {
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"device", required_argument, NULL, OPT_DEVICE},
+	{"irq-mode", required_argument, NULL, OPT_IRQ_MODE},
+	{"msi-delivery", required_argument, NULL, OPT_MSI_DELIVERY},
+	{"intx-delivery", required_argument, NULL, OPT_INTX_DELIVERY},
+	{"stats", no_argument, NULL, OPT_STATS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -50,6 +58,17 @@ void options_print_help(FILE *out, const char *argv0)
 		"                        zstd payloads and enters the ELF directly)\n"
 		"  --boot-timer          print boot markers (MMIO 0xc0000000 byte 123, port 0x80\n"
 		"                        codes 0x40-0x7f), exec-to-first-KVM_RUN time and VMM RSS\n"
+		"  --device testdev[,vectors=N][,slot=S]\n"
+		"                        a PCI test device with MSI-X (N vectors, 1-2048,\n"
+		"                        default 8) and INTx; repeatable; slots from 1 up\n"
+		"  --irq-mode msix|intx  intx hides every MSI-X capability (default msix)\n"
+		"  --msi-delivery irqfd|signal\n"
+		"                        MSI through GSI routes + irqfd (default) or\n"
+		"                        KVM_SIGNAL_MSI\n"
+		"  --intx-delivery resample|line\n"
+		"                        INTx through irqfd + resamplefd (default where KVM\n"
+		"                        has KVM_CAP_IRQFD_RESAMPLE) or KVM_IRQ_LINE\n"
+		"  --stats               print interrupt counts per line, pin and vector at exit\n"
 		"  -v, --verbose         more diagnostics (twice for debug)\n"
 		"  -h, --help            this text\n"
 		"      --version         print the version\n"
@@ -87,6 +106,38 @@ bad:
 	return err_set(e, EXIT_USAGE, "%s: '%s' is not a whole number", opt, s);
 }
 
+/* "testdev[,vectors=N][,slot=S]" */
+static int parse_device(struct vm_options *o, const char *arg, struct err *e)
+{
+	char buf[128], *save = NULL;
+	uint64_t v;
+	if (o->ndevices == VMM_MAX_DEVICES)
+		return err_set(e, EXIT_USAGE, "--device: at most %d devices", VMM_MAX_DEVICES);
+	if (strlen(arg) >= sizeof(buf))
+		return err_set(e, EXIT_USAGE, "--device %s: too long", arg);
+	strcpy(buf, arg);
+	struct device_spec d = {.kind = DEVICE_TESTDEV, .vectors = 8, .slot = -1};
+	char *tok = strtok_r(buf, ",", &save);
+	if (!tok || strcmp(tok, "testdev"))
+		return err_set(e, EXIT_USAGE, "--device %s: unknown device '%s' (known: testdev)", arg,
+			       tok ? tok : "");
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		if (!strncmp(tok, "vectors=", 8)) {
+			if (parse_u64("--device vectors", tok + 8, 1, 2048, &v, e))
+				return -1;
+			d.vectors = (unsigned)v;
+		} else if (!strncmp(tok, "slot=", 5)) {
+			if (parse_u64("--device slot", tok + 5, 1, 31, &v, e))
+				return -1;
+			d.slot = (int)v;
+		} else {
+			return err_set(e, EXIT_USAGE, "--device %s: unknown property '%s'", arg, tok);
+		}
+	}
+	o->devices[o->ndevices++] = d;
+	return 0;
+}
+
 int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 {
 	uint64_t v;
@@ -94,6 +145,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 	memset(o, 0, sizeof(*o));
 	o->memory_mib = 256;
 	o->cpus = 1;
+	o->msi_delivery = IRQ_MSI_IRQFD;
+	o->intx_delivery = -1;
 	opterr = 0;
 	optind = 1;
 	for (;;) {
@@ -130,6 +183,36 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 		case 'v': o->verbosity++; break;
 		case 'h': o->help = true; break;
 		case OPT_VERSION: o->version = true; break;
+		case OPT_DEVICE:
+			if (parse_device(o, optarg, e))
+				return -1;
+			break;
+		case OPT_IRQ_MODE:
+			if (!strcmp(optarg, "msix"))
+				o->irq_mode = IRQ_MODE_MSIX;
+			else if (!strcmp(optarg, "intx"))
+				o->irq_mode = IRQ_MODE_INTX;
+			else
+				return err_set(e, EXIT_USAGE, "--irq-mode %s: use msix or intx", optarg);
+			break;
+		case OPT_MSI_DELIVERY:
+			if (!strcmp(optarg, "irqfd"))
+				o->msi_delivery = IRQ_MSI_IRQFD;
+			else if (!strcmp(optarg, "signal"))
+				o->msi_delivery = IRQ_MSI_SIGNAL;
+			else
+				return err_set(e, EXIT_USAGE, "--msi-delivery %s: use irqfd or signal", optarg);
+			break;
+		case OPT_INTX_DELIVERY:
+			if (!strcmp(optarg, "resample"))
+				o->intx_delivery = IRQ_INTX_RESAMPLE;
+			else if (!strcmp(optarg, "line"))
+				o->intx_delivery = IRQ_INTX_LINE;
+			else
+				return err_set(e, EXIT_USAGE, "--intx-delivery %s: use resample or line",
+					       optarg);
+			break;
+		case OPT_STATS: o->stats = true; break;
 		case ':':
 			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
 		default:

@@ -12,6 +12,19 @@ struct err;
  * reboot through the i8042 (ends the VM), reboot at once on panic. */
 #define VMM_DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
 
+#define VMM_MAX_DEVICES 16
+
+enum device_kind { DEVICE_TESTDEV };
+
+/* One --device. */
+struct device_spec {
+	enum device_kind kind;
+	unsigned vectors; /* MSI-X table size */
+	int slot;         /* -1: next free */
+};
+
+enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };
+
 struct vm_options {
 	const char *kernel;
 	const char *initrd;
@@ -24,6 +37,12 @@ struct vm_options {
 	bool guest_decompress;
 	bool boot_timer;
 	int verbosity; /* 0 warnings, 1 info (-v), 2 debug (-vv) */
+	struct device_spec devices[VMM_MAX_DEVICES];
+	unsigned ndevices;
+	enum irq_mode irq_mode;
+	int msi_delivery;  /* enum irq_msi_delivery */
+	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
+	bool stats;
 	bool help, version;
 };
 

@@ -103,6 +103,58 @@ static int vm_create_devices(struct vm *vm, struct err *e)
 			   boot_timer_mmio_read, boot_timer_mmio_write, &vm->boot_timer, e);
 }
 
+static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *features);
+
+static int vm_create_pci(struct vm *vm, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	int ret = pci_bus_init(&vm->pci, &vm->pio, &vm->mmio, &vm->mem, &vm->irq, &vm->log);
+	if (ret)
+		return err_set(e, EXIT_HOST, "cannot set up the PCI bus: %s", strerror(-ret));
+	uint8_t next_slot = 1;
+	for (unsigned i = 0; i < o->ndevices; i++) {
+		const struct device_spec *d = &o->devices[i];
+		int slot = d->slot;
+		if (slot < 0) {
+			while (next_slot < PCI_SLOTS && vm->pci.slots[next_slot])
+				next_slot++;
+			slot = next_slot;
+		}
+		if (slot >= PCI_SLOTS || vm->pci.slots[slot])
+			return err_set(e, EXIT_USAGE, "--device %u: PCI slot %d is %s", i + 1, slot,
+				       slot >= PCI_SLOTS ? "out of range" : "already taken");
+		struct pci_testdev *t = calloc(1, sizeof(*t));
+		if (!t)
+			return err_set(e, EXIT_HOST, "out of memory");
+		vm->testdevs[vm->ntestdevs++] = t;
+		char name[24];
+		snprintf(name, sizeof(name), "testdev%u", vm->ntestdevs - 1);
+		ret = pci_testdev_init(t, name, &vm->irq, d->vectors, o->irq_mode == IRQ_MODE_INTX);
+		if (!ret)
+			ret = pci_bus_add_device(&vm->pci, &t->pci, (uint8_t)slot, 1);
+		if (ret)
+			return err_set(e, EXIT_HOST, "cannot create %s: %s", name, strerror(-ret));
+	}
+	if (pci_bus_assign_resources(&vm->pci))
+		return err_set(e, EXIT_USAGE, "the devices' BARs do not fit in the PCI window");
+	return 0;
+}
+
+static int vm_write_mptable(struct vm *vm, struct err *e)
+{
+	struct mp_pci_irq irqs[PCI_SLOTS];
+	struct mp_config mp = {.ncpus = vm->nvcpus, .pci_irqs = irqs};
+	vm_cpu_signature(&vm->kvm, &mp.cpu_signature, &mp.cpu_features);
+	for (unsigned s = 0; s < PCI_SLOTS; s++) {
+		const struct pci_device *d = vm->pci.slots[s];
+		uint8_t pin = d ? d->cfg[PCI_INTERRUPT_PIN] : 0;
+		if (pin)
+			irqs[mp.npci_irqs++] = (struct mp_pci_irq){(uint8_t)s, pin,
+								  pci_intx_ioapic_pin((uint8_t)s, pin)};
+	}
+	return mptable_write(&vm->mem, &mp, e) < 0 ? -1 : 0;
+}
+
 static int vm_load_guest(struct vm *vm, struct err *e)
 {
 	const struct vm_options *o = vm->opts;
@@ -146,34 +198,92 @@ static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *featur
 	return -1;
 }
 
+int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
+		unsigned index)
+{
+	if (vm->nwatches == VM_MAX_WATCHES)
+		return -ENOSPC;
+	struct vm_watch *w = &vm->watches[vm->nwatches];
+	*w = (struct vm_watch){fd, ready, ctx, index};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+	if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	vm->nwatches++;
+	return 0;
+}
+
+static void vm_drain_fd(int fd)
+{
+	uint64_t count;
+	if (read(fd, &count, sizeof(count)) < 0) {
+		/* nonblocking eventfd, or a timerfd that has not fired */
+	}
+}
+
+static void vm_on_wake(struct vm *vm, struct vm_watch *w)
+{
+	(void)vm;
+	vm_drain_fd(w->fd);
+}
+
+static void vm_on_timeout(struct vm *vm, struct vm_watch *w)
+{
+	vm_drain_fd(w->fd);
+	vm_request_stop(vm, EXIT_TIMEOUT, "--timeout expired");
+}
+
+static void vm_on_panic_grace(struct vm *vm, struct vm_watch *w)
+{
+	vm_drain_fd(w->fd);
+	vm_request_stop(vm, EXIT_GUEST_CRASH, "kernel panic seen on the console");
+}
+
+static void vm_on_signal(struct vm *vm, struct vm_watch *w)
+{
+	struct signalfd_siginfo si;
+	if (read(w->fd, &si, sizeof(si)) == sizeof(si))
+		vm_request_stop(vm, EXIT_INTERRUPTED,
+				si.ssi_signo == SIGINT ? "SIGINT" : si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGHUP");
+}
+
+static void vm_on_console(struct vm *vm, struct vm_watch *w);
+
+static void vm_on_resample(struct vm *vm, struct vm_watch *w)
+{
+	irq_intx_handle_resample(&vm->irq, w->index);
+}
+
 static int vm_setup_loop(struct vm *vm, struct err *e)
 {
 	sigset_t sigs;
-	struct epoll_event ev = {.events = EPOLLIN};
 	vm->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	vm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	vm->timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	vm->panic_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	vm->timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	vm->panic_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
-	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (vm->epoll_fd < 0 || vm->wake_fd < 0 || vm->timeout_fd < 0 || vm->panic_fd < 0 ||
 	    vm->signal_fd < 0)
 		return err_set(e, EXIT_HOST, "cannot set up the event loop: %s", strerror(errno));
-	int fds[] = {vm->wake_fd, vm->timeout_fd, vm->panic_fd, vm->signal_fd};
-	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-		ev.data.fd = fds[i];
-		if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
-			return err_set(e, EXIT_HOST, "epoll_ctl failed: %s", strerror(errno));
-	}
-	if (vm->console.in_fd >= 0) {
-		ev.data.fd = vm->console.in_fd;
-		/* A regular file or /dev/null cannot be polled: no input then. */
-		if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, vm->console.in_fd, &ev) < 0)
-			vm->console.in_fd = -1;
-	}
+	int ret = vm_watch_fd(vm, vm->wake_fd, vm_on_wake, NULL, 0);
+	if (!ret)
+		ret = vm_watch_fd(vm, vm->timeout_fd, vm_on_timeout, NULL, 0);
+	if (!ret)
+		ret = vm_watch_fd(vm, vm->panic_fd, vm_on_panic_grace, NULL, 0);
+	if (!ret)
+		ret = vm_watch_fd(vm, vm->signal_fd, vm_on_signal, NULL, 0);
+	for (unsigned i = 0; !ret && i < IRQ_INTX_PINS; i++)
+		if (vm->irq.pins[i].resamplefd >= 0)
+			ret = vm_watch_fd(vm, vm->irq.pins[i].resamplefd, vm_on_resample, NULL, i);
+	if (ret)
+		return err_set(e, EXIT_HOST, "cannot set up the event loop: %s", strerror(-ret));
+	/* A regular file or /dev/null cannot be polled: no input then. */
+	if (vm->console.in_fd >= 0 &&
+	    vm_watch_fd(vm, vm->console.in_fd, vm_on_console, NULL, 0) < 0)
+		vm->console.in_fd = -1;
 	if (vm->opts->timeout_s > 0) {
 		struct itimerspec its = {0};
 		its.it_value.tv_sec = (time_t)vm->opts->timeout_s;
@@ -213,15 +323,19 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		return err_set(e, EXIT_USAGE, "--cpus %u: KVM on this host allows at most %d vCPUs",
 			       o->cpus, vm->kvm.max_vcpus);
 	vm->nvcpus = o->cpus;
-	struct mp_config mp = {.ncpus = o->cpus};
-	vm_cpu_signature(&vm->kvm, &mp.cpu_signature, &mp.cpu_features);
-	if (mptable_write(&vm->mem, &mp, e) < 0)
-		return -1;
 	if (kvm_create_vm(&vm->kvm, &vm->mem, e))
 		return -1;
 	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
 	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink);
-	if (vm_create_devices(vm, e) || vm_setup_loop(vm, e))
+	vm->irq.log = stderr;
+	vm->irq.msi_mode = (enum irq_msi_delivery)o->msi_delivery;
+	if (o->intx_delivery == IRQ_INTX_RESAMPLE && !vm->kvm.has_irqfd_resample)
+		return err_set(e, EXIT_HOST,
+			       "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
+	vm->irq.intx_mode = o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery
+			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE : IRQ_INTX_LINE;
+	if (vm_create_devices(vm, e) || vm_create_pci(vm, e) || vm_write_mptable(vm, e) ||
+	    vm_setup_loop(vm, e))
 		return -1;
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		if (vcpu_create(vm, &vm->vcpus[i], i, e))
@@ -229,7 +343,7 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	return vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e);
 }
 
-static void vm_console_input(struct vm *vm)
+static void vm_on_console(struct vm *vm, struct vm_watch *w)
 {
 	uint8_t buf[CONSOLE_INPUT_MAX];
 	size_t n;
@@ -243,16 +357,16 @@ static void vm_console_input(struct vm *vm)
 	if (r == CONSOLE_INPUT_QUIT) {
 		vm_request_stop(vm, EXIT_INTERRUPTED, "Ctrl-A x on the console");
 	} else if (r == CONSOLE_INPUT_EOF) {
-		epoll_ctl(vm->epoll_fd, EPOLL_CTL_DEL, vm->console.in_fd, NULL);
+		epoll_ctl(vm->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
 		vm->console.in_fd = -1; /* end of input; the guest keeps running */
 	}
 }
 
 static void vm_event_loop(struct vm *vm)
 {
-	struct epoll_event evs[8];
+	struct epoll_event evs[16];
 	while (atomic_load(&vm->exit_code) < 0) {
-		int n = epoll_wait(vm->epoll_fd, evs, 8, -1);
+		int n = epoll_wait(vm->epoll_fd, evs, 16, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -261,25 +375,8 @@ static void vm_event_loop(struct vm *vm)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-			uint64_t count;
-			if (fd == vm->console.in_fd) {
-				vm_console_input(vm);
-			} else if (fd == vm->timeout_fd) {
-				vm_request_stop(vm, EXIT_TIMEOUT, "--timeout expired");
-			} else if (fd == vm->panic_fd) {
-				vm_request_stop(vm, EXIT_GUEST_CRASH, "kernel panic seen on the console");
-			} else if (fd == vm->signal_fd) {
-				struct signalfd_siginfo si;
-				if (read(fd, &si, sizeof(si)) == sizeof(si))
-					vm_request_stop(vm, EXIT_INTERRUPTED,
-							si.ssi_signo == SIGINT ? "SIGINT"
-							: si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGHUP");
-			} else if (fd == vm->wake_fd) {
-				if (read(fd, &count, sizeof(count)) < 0) {
-					/* nonblocking: nothing pending */
-				}
-			}
+			struct vm_watch *w = evs[i].data.ptr;
+			w->ready(vm, w);
 		}
 	}
 }
@@ -300,6 +397,14 @@ static void vm_report(struct vm *vm, int code)
 	}
 	if (fb_total)
 		log_info(&vm->log, "ring-0 emulation fallbacks on this host: %s", fb_text);
+	if (vm->opts->stats) {
+		irq_print_stats(&vm->irq, stderr);
+		for (unsigned i = 0; i < vm->ntestdevs; i++)
+			fprintf(stderr, "vmm: stats: %s (slot %u): doorbells %llu, beyond the table %llu\n",
+				vm->testdevs[i]->pci.name, vm->testdevs[i]->pci.slot,
+				(unsigned long long)atomic_load(&vm->testdevs[i]->doorbells),
+				(unsigned long long)atomic_load(&vm->testdevs[i]->bad_vectors));
+	}
 	if (vm->opts->boot_timer) {
 		uint64_t first = atomic_load(&vm->first_run_ns);
 		fprintf(stderr, "vmm: boot-timer: boot path: %s\n", vm->boot.how);
@@ -344,6 +449,10 @@ void vm_destroy(struct vm *vm)
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	for (unsigned i = 0; i < vm->ntestdevs; i++) {
+		pci_testdev_destroy(vm->testdevs[i]);
+		free(vm->testdevs[i]);
+	}
 	irq_router_destroy(&vm->irq);
 	kvm_close(&vm->kvm);
 	guest_mem_destroy(&vm->mem);

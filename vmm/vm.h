@@ -20,6 +20,8 @@
 #include "devices/boot_timer.h"
 #include "devices/debug_exit.h"
 #include "devices/i8042.h"
+#include "devices/pci.h"
+#include "devices/pci_testdev.h"
 #include "devices/pvpanic.h"
 #include "devices/rtc.h"
 #include "devices/uart8250.h"
@@ -32,6 +34,17 @@
 #define VM_MAX_VCPUS 254
 /* After "Kernel panic - not syncing", let the trace print, then stop. */
 #define VM_PANIC_GRACE_S 10
+#define VM_MAX_WATCHES   64
+
+struct vm;
+
+/* A file descriptor the main loop serves. */
+struct vm_watch {
+	int fd;
+	void (*ready)(struct vm *vm, struct vm_watch *w);
+	void *ctx;
+	unsigned index;
+};
 
 struct vm {
 	const struct vm_options *opts;
@@ -51,6 +64,9 @@ struct vm {
 	struct debug_exit debug_exit;
 	struct pvpanic pvpanic;
 	struct boot_timer boot_timer;
+	struct pci_bus pci;
+	struct pci_testdev *testdevs[VMM_MAX_DEVICES];
+	unsigned ntestdevs;
 
 	struct vcpu vcpus[VM_MAX_VCPUS];
 	unsigned nvcpus;
@@ -61,6 +77,8 @@ struct vm {
 	atomic_bool stopping;
 	atomic_uint_fast64_t first_run_ns;
 	int wake_fd, epoll_fd, signal_fd, timeout_fd, panic_fd;
+	struct vm_watch watches[VM_MAX_WATCHES];
+	unsigned nwatches;
 };
 
 /* Builds the whole machine; on error the VM can still be destroyed. */
@@ -72,5 +90,8 @@ void vm_destroy(struct vm *vm);
 void vm_request_stop(struct vm *vm, int exit_code, const char *why);
 bool vm_stopping(struct vm *vm);
 void vm_note_first_run(struct vm *vm);
+/* The main loop calls ready() whenever fd is readable. */
+int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
+		unsigned index);
 
 #endif

@@ -1,0 +1,179 @@
+#include "msix.h"
+
+#include "pci.h"
+
+#include "irq/irq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entry layout (6.8.2.6-6.8.2.9): address low, address high, data,
+ * vector control (bit 0 = mask; the rest reserved). */
+enum { ENTRY_ADDR_LO, ENTRY_ADDR_HI, ENTRY_DATA, ENTRY_CTRL };
+
+uint64_t msix_bar_bytes(unsigned nvectors)
+{
+	uint64_t pba = (((uint64_t)nvectors + 63) / 64) * 8;
+	return msix_pba_offset(nvectors) + ((pba + 4095) & ~4095ULL);
+}
+
+int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsigned nvectors,
+	      uint8_t bar, uint32_t table_offset, uint32_t pba_offset, bool hidden)
+{
+	memset(m, 0, sizeof(*m));
+	if (nvectors < 1 || nvectors > MSIX_MAX_VECTORS || bar >= PCI_NUM_BARS ||
+	    (table_offset & 7) || (pba_offset & 7))
+		return -EINVAL;
+	pthread_mutex_init(&m->lock, NULL);
+	m->dev = d;
+	m->nvectors = nvectors;
+	m->bar = bar;
+	m->table_offset = table_offset;
+	m->pba_offset = pba_offset;
+	m->table = calloc((size_t)nvectors * 4, sizeof(uint32_t));
+	m->vectors = calloc(nvectors, sizeof(*m->vectors));
+	if (!m->table || !m->vectors)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nvectors; i++) {
+		m->table[i * 4 + ENTRY_CTRL] = MSIX_ENTRY_MASKED; /* masked at reset (6.8.2.9) */
+		m->vectors[i] = irq_msi_vector_new(irq, d->name, i);
+		if (!m->vectors[i])
+			return -ENOMEM;
+	}
+	if (hidden)
+		return 0;
+	m->cap = pci_device_add_capability(d, MSIX_CAP_ID, MSIX_CAP_LEN);
+	if (!m->cap)
+		return -ENOSPC;
+	/* Message Control: table size N-1 (RO); enable and function mask RW. */
+	pci_cfg_set16(d, m->cap + 2, (uint16_t)(nvectors - 1));
+	d->wmask[m->cap + 3] = (MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK) >> 8;
+	pci_cfg_set32(d, m->cap + 4, table_offset | bar); /* Table Offset/BIR */
+	pci_cfg_set32(d, m->cap + 8, pba_offset | bar);   /* PBA Offset/BIR */
+	return 0;
+}
+
+void msix_destroy(struct msix *m)
+{
+	free(m->table);
+	free(m->vectors); /* the vectors belong to the router */
+	m->table = NULL;
+	m->vectors = NULL;
+}
+
+/* Pushes entry n's effective state to the door; table lock held. */
+static void msix_sync_vector(struct msix *m, unsigned n)
+{
+	const uint32_t *e = &m->table[n * 4];
+	bool masked = !m->enabled || m->function_masked || (e[ENTRY_CTRL] & MSIX_ENTRY_MASKED);
+	uint64_t addr = e[ENTRY_ADDR_LO] | (uint64_t)e[ENTRY_ADDR_HI] << 32;
+	irq_msi_route_update(m->vectors[n], addr, e[ENTRY_DATA], masked);
+}
+
+void msix_config_written(struct msix *m, unsigned off, unsigned len)
+{
+	if (!m->cap || off + len <= m->cap + 2u || off >= m->cap + 4u)
+		return; /* Message Control not touched */
+	uint16_t ctrl = pci_cfg_get16(m->dev, m->cap + 2);
+	bool enabled = ctrl & MSIX_CTRL_ENABLE, fmask = ctrl & MSIX_CTRL_FMASK;
+	pthread_mutex_lock(&m->lock);
+	if (enabled != m->enabled || fmask != m->function_masked) {
+		m->enabled = enabled;
+		m->function_masked = fmask;
+		for (unsigned i = 0; i < m->nvectors; i++)
+			msix_sync_vector(m, i);
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* While MSI-X is enabled the function may not use INTx (6.8.2). */
+	if (enabled && m->dev->intx_level)
+		pci_device_set_intx(m->dev, false);
+}
+
+bool msix_enabled(struct msix *m)
+{
+	pthread_mutex_lock(&m->lock);
+	bool e = m->enabled;
+	pthread_mutex_unlock(&m->lock);
+	return e;
+}
+
+bool msix_fire(struct msix *m, unsigned n)
+{
+	pthread_mutex_lock(&m->lock);
+	bool enabled = m->enabled;
+	pthread_mutex_unlock(&m->lock);
+	if (!enabled)
+		return false;
+	if (n < m->nvectors)
+		irq_msi_fire(m->vectors[n]);
+	return true;
+}
+
+static bool in_region(uint64_t off, unsigned len, uint64_t start, uint64_t size)
+{
+	return off >= start && off - start < size && len <= size - (off - start);
+}
+
+/* 6.8.2: table and PBA take aligned DWORD or QWORD accesses only. */
+static bool msix_access_ok(uint64_t off, unsigned len)
+{
+	return (len == 4 || len == 8) && (off & (len - 1)) == 0;
+}
+
+bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsigned len)
+{
+	uint64_t table_size = (uint64_t)m->nvectors * MSIX_ENTRY_SIZE;
+	uint64_t pba_size = (((uint64_t)m->nvectors + 63) / 64) * 8;
+	if (bar != m->bar)
+		return false;
+	if (in_region(off, len, m->table_offset, table_size)) {
+		memset(data, 0xFF, len);
+		if (!msix_access_ok(off, len))
+			return true;
+		unsigned dw = (unsigned)((off - m->table_offset) / 4);
+		pthread_mutex_lock(&m->lock);
+		memcpy(data, &m->table[dw], len);
+		pthread_mutex_unlock(&m->lock);
+		return true;
+	}
+	if (in_region(off, len, m->pba_offset, pba_size)) {
+		memset(data, 0xFF, len);
+		if (!msix_access_ok(off, len))
+			return true;
+		uint64_t bits = 0;
+		unsigned first = (unsigned)((off - m->pba_offset) * 8);
+		for (unsigned i = 0; i < len * 8 && first + i < m->nvectors; i++)
+			if (irq_msi_pending(m->vectors[first + i]))
+				bits |= 1ULL << i;
+		memcpy(data, &bits, len);
+		return true;
+	}
+	return false;
+}
+
+bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data, unsigned len)
+{
+	uint64_t table_size = (uint64_t)m->nvectors * MSIX_ENTRY_SIZE;
+	uint64_t pba_size = (((uint64_t)m->nvectors + 63) / 64) * 8;
+	if (bar != m->bar)
+		return false;
+	if (in_region(off, len, m->pba_offset, pba_size))
+		return true; /* the PBA is read-only */
+	if (!in_region(off, len, m->table_offset, table_size))
+		return false;
+	if (!msix_access_ok(off, len))
+		return true; /* ignored */
+	unsigned dw = (unsigned)((off - m->table_offset) / 4);
+	uint32_t v[2];
+	memcpy(v, data, len);
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < len / 4; i++) {
+		uint32_t *slot = &m->table[dw + i];
+		/* Vector Control: only the mask bit is writable (6.8.2.9). */
+		*slot = ((dw + i) % 4 == ENTRY_CTRL) ? (v[i] & MSIX_ENTRY_MASKED) : v[i];
+	}
+	msix_sync_vector(m, dw / 4);
+	pthread_mutex_unlock(&m->lock);
+	return true;
+}
