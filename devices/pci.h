@@ -90,6 +90,7 @@ struct pci_device {
 	void *opaque;
 	struct irq_intx_source *intx;
 	bool intx_level; /* the device's interrupt condition */
+	unsigned msix_vectors; /* advertised MSI-X table size, 0 = none */
 	pthread_mutex_t lock; /* config space and BAR state */
 };
 

@@ -1,5 +1,6 @@
 #include "rtc.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 enum { RTC_SEC = 0, RTC_SEC_ALARM, RTC_MIN, RTC_MIN_ALARM, RTC_HOUR, RTC_HOUR_ALARM,
@@ -50,8 +51,21 @@ static int rtc_decode(const struct rtc *r, uint8_t v)
 
 static void rtc_guest_tm(struct rtc *r, struct tm *tm)
 {
+	if (r->cmos[RTC_REG_B] & REG_B_SET) {
+		*tm = r->frozen; /* no update cycle while SET = 1 */
+		return;
+	}
 	time_t t = r->now(r->now_ctx) + (time_t)r->offset_s;
 	gmtime_r(&t, tm);
+}
+
+/* The frozen time becomes the clock's time (SET 1 -> 0). */
+static void rtc_commit_time(struct rtc *r)
+{
+	struct tm tm = r->frozen;
+	time_t target = timegm(&tm);
+	if (target != (time_t)-1)
+		r->offset_s = (int64_t)target - (int64_t)r->now(r->now_ctx);
 }
 
 static uint8_t rtc_hour_reg(const struct rtc *r, int hour)
@@ -92,11 +106,16 @@ static uint8_t rtc_reg_read(struct rtc *r, uint8_t reg)
 	}
 }
 
-/* A guest write to a time field moves the guest clock by an offset. */
+/*
+ * A guest write to a time field. While SET = 1 it only changes the frozen
+ * copy, so a sequence through an impossible date (Feb 31 on the way from
+ * Jan 31 to Feb 15) is never normalised; with SET = 0 it moves the clock.
+ */
 static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
 {
 	struct tm tm;
 	int val;
+	bool frozen = r->cmos[RTC_REG_B] & REG_B_SET;
 	rtc_guest_tm(r, &tm);
 	if (reg == RTC_HOUR && !(r->cmos[RTC_REG_B] & REG_B_24H)) {
 		val = rtc_decode(r, v & 0x7F) % 12 + ((v & 0x80) ? 12 : 0);
@@ -113,6 +132,10 @@ static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
 	case RTC_CENTURY: tm.tm_year = val * 100 + tm.tm_year % 100 - 1900; break;
 	default: return; /* weekday is derived */
 	}
+	if (frozen) {
+		r->frozen = tm;
+		return;
+	}
 	time_t target = timegm(&tm);
 	if (target != (time_t)-1)
 		r->offset_s = (int64_t)target - (int64_t)r->now(r->now_ctx);
@@ -127,6 +150,16 @@ static void rtc_reg_write(struct rtc *r, uint8_t reg, uint8_t v)
 		return;
 	case RTC_REG_A:
 		r->cmos[RTC_REG_A] = v & ~REG_A_UIP; /* UIP is read-only */
+		return;
+	case RTC_REG_B:
+		if (!(r->cmos[RTC_REG_B] & REG_B_SET) && (v & REG_B_SET))
+			rtc_guest_tm(r, &r->frozen); /* freeze what the guest sees now */
+		else if ((r->cmos[RTC_REG_B] & REG_B_SET) && !(v & REG_B_SET)) {
+			r->cmos[RTC_REG_B] = v;
+			rtc_commit_time(r);
+			return;
+		}
+		r->cmos[RTC_REG_B] = v;
 		return;
 	case RTC_REG_C:
 	case RTC_REG_D:

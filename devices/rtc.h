@@ -1,8 +1,11 @@
 /*
  * Minimal MC146818 RTC/CMOS at ports 0x70 (index) / 0x71 (data): host time,
  * 24-hour BCD by default, the valid-RAM bit set, update-in-progress never
- * set (Linux 4.15-5.11 spin on UIP at boot when kvm-clock is off), and 114
- * bytes of battery-backed RAM. No periodic/alarm interrupts (IRQ 8).
+ * set (Linux 4.15-5.11 spin on UIP at boot when kvm-clock is off), and
+ * battery-backed RAM at 0x0E-0x7F (0x32 is the century, as on PCs). While
+ * register B's SET bit is 1 the clock is frozen and the time bytes are
+ * written as one (the data sheet's update inhibit); clearing SET makes
+ * them the new time. No periodic/alarm interrupts (IRQ 8).
  * Reference: Motorola MC146818A data sheet, "Register A-D".
  */
 #ifndef DEVICES_RTC_H
@@ -20,6 +23,7 @@ struct rtc {
 	uint8_t index;
 	uint8_t cmos[RTC_NREGS]; /* registers A-D and RAM; time fields unused */
 	int64_t offset_s;        /* guest time - host time, from guest writes */
+	struct tm frozen;        /* the time while SET = 1 */
 	time_t (*now)(void *ctx); /* host clock; tests replace it */
 	void *now_ctx;
 };

@@ -44,11 +44,15 @@ void irq_line_set(struct irq_line *l, int level)
 	level = !!level;
 	pthread_mutex_lock(&l->lock);
 	if (l->level != level) {
-		l->level = level;
-		/* Under the lock, so the sink sees transitions in order. */
+		/* Under the lock, so the sink sees transitions in order; a refused
+		 * change is not recorded, so the next call retries it. */
 		if (l->router->ops->set_line(l->router->ctx, l->gsi, level) < 0) {
 			atomic_fetch_add(&l->stats.errors, 1);
-		} else if (level) {
+			pthread_mutex_unlock(&l->lock);
+			return;
+		}
+		l->level = level;
+		if (level) {
 			atomic_fetch_add(&l->stats.asserts, 1);
 			atomic_store(&l->stats.last_ns, irq_now_ns());
 		} else {

@@ -193,18 +193,21 @@ static int boot_place_cmdline(struct guest_mem *m, const char *cmdline,
 	return 0;
 }
 
-static int boot_place_setup_data(struct guest_mem *m, const struct boot_config *c,
-				 struct boot_params *bp, struct err *e)
+int boot_add_setup_data(struct guest_mem *m, uint64_t zero_page, uint32_t type, const void *data,
+			size_t len, struct err *e)
 {
-	if (!c->setup_data)
-		return 0;
-	struct setup_data sd = {.next = 0, .type = SETUP_DTB, .len = (uint32_t)c->setup_data_len};
-	if (c->setup_data_len + sizeof(sd) > LAYOUT_SETUP_DATA_MAX)
-		return err_set(e, EXIT_USAGE, "device tree of %zu bytes is too large for setup_data",
-			       c->setup_data_len);
-	guest_mem_write(m, LAYOUT_SETUP_DATA, &sd, sizeof(sd));
-	guest_mem_write(m, LAYOUT_SETUP_DATA + sizeof(sd), c->setup_data, c->setup_data_len);
-	bp->hdr.setup_data = LAYOUT_SETUP_DATA;
+	/* One entry at LAYOUT_SETUP_DATA, linked from hdr.setup_data (2.09+). */
+	struct setup_data sd = {.next = 0, .type = type, .len = (uint32_t)len};
+	uint64_t ptr = LAYOUT_SETUP_DATA;
+	if (len + sizeof(sd) > LAYOUT_SETUP_DATA_MAX)
+		return err_set(e, EXIT_USAGE, "setup_data of %zu bytes does not fit below 0x%llx", len,
+			       (unsigned long long)(LAYOUT_SETUP_DATA + LAYOUT_SETUP_DATA_MAX));
+	if (guest_mem_write(m, LAYOUT_SETUP_DATA, &sd, sizeof(sd)) ||
+	    guest_mem_write(m, LAYOUT_SETUP_DATA + sizeof(sd), data, len) ||
+	    guest_mem_write(m, zero_page + offsetof(struct boot_params, hdr) +
+				       offsetof(struct setup_header, setup_data),
+			    &ptr, sizeof(ptr)))
+		return err_set(e, EXIT_USAGE, "guest RAM does not cover setup_data");
 	return 0;
 }
 
@@ -259,7 +262,7 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 	}
 
 	if (boot_place_cmdline(m, c->cmdline ? c->cmdline : "", &bp.hdr, r, e) ||
-	    boot_place_initrd(m, c, &bp.hdr, r, e) || boot_place_setup_data(m, c, &bp, e))
+	    boot_place_initrd(m, c, &bp.hdr, r, e))
 		return -1;
 
 	/* Zero page (boot.rst "64-bit BOOT PROTOCOL" and "The zero page"). */

@@ -28,8 +28,6 @@ struct boot_config {
 	size_t initrd_len;
 	const char *cmdline;
 	bool guest_decompress; /* enter at +0x200 even if we could decompress */
-	const uint8_t *setup_data; /* optional SETUP_DTB payload */
-	size_t setup_data_len;
 };
 
 enum boot_path {
@@ -53,6 +51,10 @@ struct boot_result {
 
 int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_result *r,
 	      struct err *e);
+
+/* Links one setup_data entry (e.g. SETUP_DTB) into a loaded zero page. */
+int boot_add_setup_data(struct guest_mem *m, uint64_t zero_page, uint32_t type, const void *data,
+			size_t len, struct err *e);
 
 /* Writes the GDT and identity-mapping page tables the 64-bit entry needs. */
 void boot_write_cpu_tables(struct guest_mem *m);

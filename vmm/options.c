@@ -13,7 +13,7 @@
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_NO_DEFAULT_CMDLINE, OPT_MEMORY, OPT_CPUS,
 	OPT_TIMEOUT, OPT_CONSOLE_LOG, OPT_GUEST_DECOMPRESS, OPT_BOOT_TIMER, OPT_VERSION,
-	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS,
+	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS, OPT_DUMP_DTB, OPT_DTB,
 };
 
 static const struct option long_options[] = {
@@ -35,6 +35,8 @@ static const struct option long_options[] = {
 	{"msi-delivery", required_argument, NULL, OPT_MSI_DELIVERY},
 	{"intx-delivery", required_argument, NULL, OPT_INTX_DELIVERY},
 	{"stats", no_argument, NULL, OPT_STATS},
+	{"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
+	{"dtb", no_argument, NULL, OPT_DTB},
 	{NULL, 0, NULL, 0},
 };
 
@@ -69,6 +71,9 @@ void options_print_help(FILE *out, const char *argv0)
 		"                        INTx through irqfd + resamplefd (default where KVM\n"
 		"                        has KVM_CAP_IRQFD_RESAMPLE) or KVM_IRQ_LINE\n"
 		"  --stats               print interrupt counts per line, pin and vector at exit\n"
+		"  --dump-dtb FILE       write the machine's flattened device tree to FILE\n"
+		"  --dtb                 also give it to the guest (boot_params setup_data,\n"
+		"                        SETUP_DTB); a kernel with CONFIG_OF acts on it\n"
 		"  -v, --verbose         more diagnostics (twice for debug)\n"
 		"  -h, --help            this text\n"
 		"      --version         print the version\n"
@@ -213,6 +218,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 					       optarg);
 			break;
 		case OPT_STATS: o->stats = true; break;
+		case OPT_DUMP_DTB: o->dump_dtb = optarg; break;
+		case OPT_DTB: o->dtb = true; break;
 		case ':':
 			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
 		default:

@@ -43,6 +43,8 @@ struct vm_options {
 	int msi_delivery;  /* enum irq_msi_delivery */
 	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
 	bool stats;
+	const char *dump_dtb; /* write the device tree here */
+	bool dtb;             /* hand it to the guest (SETUP_DTB) */
 	bool help, version;
 };
 

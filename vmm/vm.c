@@ -1,11 +1,13 @@
 #include "vm.h"
 
 #include "err.h"
+#include "fdt.h"
 #include "file.h"
 #include "layout.h"
 #include "mptable.h"
 #include "rss.h"
 
+#include <asm/bootparam.h>
 #include <errno.h>
 #include <linux/kvm.h>
 #include <math.h>
@@ -153,6 +155,28 @@ static int vm_write_mptable(struct vm *vm, struct err *e)
 								  pci_intx_ioapic_pin((uint8_t)s, pin)};
 	}
 	return mptable_write(&vm->mem, &mp, e) < 0 ? -1 : 0;
+}
+
+static int vm_device_tree(struct vm *vm, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	void *blob;
+	size_t len;
+	if (!o->dump_dtb && !o->dtb)
+		return 0;
+	struct fdt_machine fm = {&vm->mem, vm->nvcpus, &vm->pci};
+	if (fdt_build_machine(&fm, &blob, &len, e))
+		return -1;
+	int ret = 0;
+	if (o->dump_dtb) {
+		FILE *f = fopen(o->dump_dtb, "wb");
+		if (!f || fwrite(blob, 1, len, f) != len || fclose(f) != 0)
+			ret = err_set(e, EXIT_USAGE, "--dump-dtb %s: %s", o->dump_dtb, strerror(errno));
+	}
+	if (!ret && o->dtb)
+		ret = boot_add_setup_data(&vm->mem, vm->boot.zero_page, SETUP_DTB, blob, len, e);
+	free(blob);
+	return ret;
 }
 
 static int vm_load_guest(struct vm *vm, struct err *e)
@@ -335,7 +359,7 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	vm->irq.intx_mode = o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery
 			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE : IRQ_INTX_LINE;
 	if (vm_create_devices(vm, e) || vm_create_pci(vm, e) || vm_write_mptable(vm, e) ||
-	    vm_setup_loop(vm, e))
+	    vm_device_tree(vm, e) || vm_setup_loop(vm, e))
 		return -1;
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		if (vcpu_create(vm, &vm->vcpus[i], i, e))
