@@ -33,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vmm", required=True)
     ap.add_argument("--needs-kvm", action="store_true")
-    ap.add_argument("--exit", type=int, required=True, help="expected exit code")
+    ap.add_argument("--exit", required=True, help="expected exit code(s), comma-separated")
     ap.add_argument("--stdout", action="append", default=[], help="regex the console must match")
     ap.add_argument("--not-stdout", action="append", default=[], help="regex the console must not match")
     ap.add_argument("--stderr", action="append", default=[], help="regex stderr must match")
@@ -90,7 +90,8 @@ def main():
     err = p.stderr.decode(errors="replace")
     print("--- console ---\n" + out + "--- stderr ---\n" + err + "---", flush=True)
     failures = []
-    if p.returncode != a.exit:
+    expected = [int(x) for x in a.exit.split(",")]
+    if p.returncode not in expected:
         failures.append(f"exit code {p.returncode}, expected {a.exit}")
     for rx in a.stdout:
         if not re.search(rx, out, re.M):
