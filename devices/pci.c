@@ -309,6 +309,8 @@ uint32_t pci_config_read(struct pci_bus *b, uint8_t bus, uint8_t devfn, unsigned
 	/* Naturally aligned 1/2/4-byte accesses within the 256-byte space. */
 	if (!d || off >= PCI_CFG_SIZE || (len != 1 && len != 2 && len != 4) || (off & (len - 1)))
 		return len >= 4 ? 0xFFFFFFFFu : (1u << (8 * len)) - 1;
+	if (d->ops && d->ops->config_read)
+		d->ops->config_read(d, off, len);
 	return pci_device_config_read(d, off, len);
 }
 
@@ -406,6 +408,13 @@ int pci_bus_init(struct pci_bus *b, struct bus *pio, struct bus *mmio, const str
 	return ret;
 }
 
+static void pci_device_intx_resample(void *ctx)
+{
+	struct pci_device *d = ctx;
+	if (d->ops && d->ops->intx_resample)
+		d->ops->intx_resample(d);
+}
+
 int pci_bus_add_device(struct pci_bus *b, struct pci_device *d, uint8_t slot, uint8_t intx_pin)
 {
 	if (slot >= PCI_SLOTS || b->slots[slot] || intx_pin > 4)
@@ -414,7 +423,7 @@ int pci_bus_add_device(struct pci_bus *b, struct pci_device *d, uint8_t slot, ui
 	d->slot = slot;
 	if (intx_pin) {
 		uint8_t pin = pci_intx_ioapic_pin(slot, intx_pin);
-		d->intx = irq_intx_attach(b->irq, pin, d->name, NULL, NULL);
+		d->intx = irq_intx_attach(b->irq, pin, d->name, pci_device_intx_resample, d);
 		if (!d->intx)
 			return -ENOSPC;
 		pci_cfg_set8(d, PCI_INTERRUPT_PIN, intx_pin);

@@ -75,6 +75,10 @@ struct pci_device_ops {
 	void (*config_written)(struct pci_device *d, unsigned off, unsigned len);
 	/* A BAR was mapped (at `addr`) or unmapped: ioeventfds follow it. */
 	void (*bar_mapped)(struct pci_device *d, int bar, uint64_t addr, bool mapped);
+	/* Before a guest read of [off, off+len): refresh computed fields. */
+	void (*config_read)(struct pci_device *d, unsigned off, unsigned len);
+	/* INTx resample (guest EOI): re-evaluate the interrupt condition. */
+	void (*intx_resample)(struct pci_device *d);
 };
 
 struct pci_device {

@@ -13,7 +13,7 @@
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_NO_DEFAULT_CMDLINE, OPT_MEMORY, OPT_CPUS,
 	OPT_TIMEOUT, OPT_CONSOLE_LOG, OPT_GUEST_DECOMPRESS, OPT_BOOT_TIMER, OPT_VERSION,
-	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS, OPT_DUMP_DTB, OPT_DTB,
+	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS, OPT_DUMP_DTB, OPT_DTB, OPT_DISK, OPT_RNG,
 };
 
 static const struct option long_options[] = {
@@ -37,6 +37,8 @@ static const struct option long_options[] = {
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
 	{"dtb", no_argument, NULL, OPT_DTB},
+	{"disk", required_argument, NULL, OPT_DISK},
+	{"rng", no_argument, NULL, OPT_RNG},
 	{NULL, 0, NULL, 0},
 };
 
@@ -63,6 +65,10 @@ void options_print_help(FILE *out, const char *argv0)
 		"  --device testdev[,vectors=N][,slot=S]\n"
 		"                        a PCI test device with MSI-X (N vectors, 1-2048,\n"
 		"                        default 8) and INTx; repeatable; slots from 1 up\n"
+		"  --disk PATH[,ro][,direct]\n"
+		"                        virtio-blk on a raw file or block device (io_uring);\n"
+		"                        ro: read-only, direct: O_DIRECT; repeatable\n"
+		"  --rng                 virtio-rng, fed from getrandom()\n"
 		"  --irq-mode msix|intx  intx hides every MSI-X capability (default msix)\n"
 		"  --msi-delivery irqfd|signal\n"
 		"                        MSI through GSI routes + irqfd (default) or\n"
@@ -138,6 +144,30 @@ static int parse_device(struct vm_options *o, const char *arg, struct err *e)
 		} else {
 			return err_set(e, EXIT_USAGE, "--device %s: unknown property '%s'", arg, tok);
 		}
+	}
+	o->devices[o->ndevices++] = d;
+	return 0;
+}
+
+/* "PATH[,ro][,direct]"; the path itself may not contain a comma. */
+static int parse_disk(struct vm_options *o, char *arg, struct err *e)
+{
+	char *save = NULL;
+	if (o->ndevices == VMM_MAX_DEVICES)
+		return err_set(e, EXIT_USAGE, "--disk: at most %d devices", VMM_MAX_DEVICES);
+	struct device_spec d = {.kind = DEVICE_VIRTIO_BLK, .slot = -1};
+	char *tok = strtok_r(arg, ",", &save);
+	if (!tok || !*tok)
+		return err_set(e, EXIT_USAGE, "--disk needs a path");
+	d.path = tok;
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		if (!strcmp(tok, "ro"))
+			d.readonly = true;
+		else if (!strcmp(tok, "direct"))
+			d.direct = true;
+		else
+			return err_set(e, EXIT_USAGE, "--disk %s: unknown flag '%s' (ro, direct)", d.path,
+				       tok);
 	}
 	o->devices[o->ndevices++] = d;
 	return 0;
@@ -220,6 +250,15 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 		case OPT_STATS: o->stats = true; break;
 		case OPT_DUMP_DTB: o->dump_dtb = optarg; break;
 		case OPT_DTB: o->dtb = true; break;
+		case OPT_DISK:
+			if (parse_disk(o, optarg, e))
+				return -1;
+			break;
+		case OPT_RNG:
+			if (o->ndevices == VMM_MAX_DEVICES)
+				return err_set(e, EXIT_USAGE, "--rng: at most %d devices", VMM_MAX_DEVICES);
+			o->devices[o->ndevices++] = (struct device_spec){.kind = DEVICE_VIRTIO_RNG, .slot = -1};
+			break;
 		case ':':
 			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
 		default:

@@ -14,13 +14,15 @@ struct err;
 
 #define VMM_MAX_DEVICES 16
 
-enum device_kind { DEVICE_TESTDEV };
+enum device_kind { DEVICE_TESTDEV, DEVICE_VIRTIO_BLK, DEVICE_VIRTIO_RNG };
 
-/* One --device. */
+/* One PCI device from --device, --disk or --rng, in command-line order. */
 struct device_spec {
 	enum device_kind kind;
-	unsigned vectors; /* MSI-X table size */
+	unsigned vectors; /* testdev: MSI-X table size */
 	int slot;         /* -1: next free */
+	const char *path; /* virtio-blk */
+	bool readonly, direct;
 };
 
 enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };

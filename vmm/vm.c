@@ -107,41 +107,6 @@ static int vm_create_devices(struct vm *vm, struct err *e)
 
 static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *features);
 
-static int vm_create_pci(struct vm *vm, struct err *e)
-{
-	const struct vm_options *o = vm->opts;
-	int ret = pci_bus_init(&vm->pci, &vm->pio, &vm->mmio, &vm->mem, &vm->irq, &vm->log);
-	if (ret)
-		return err_set(e, EXIT_HOST, "cannot set up the PCI bus: %s", strerror(-ret));
-	uint8_t next_slot = 1;
-	for (unsigned i = 0; i < o->ndevices; i++) {
-		const struct device_spec *d = &o->devices[i];
-		int slot = d->slot;
-		if (slot < 0) {
-			while (next_slot < PCI_SLOTS && vm->pci.slots[next_slot])
-				next_slot++;
-			slot = next_slot;
-		}
-		if (slot >= PCI_SLOTS || vm->pci.slots[slot])
-			return err_set(e, EXIT_USAGE, "--device %u: PCI slot %d is %s", i + 1, slot,
-				       slot >= PCI_SLOTS ? "out of range" : "already taken");
-		struct pci_testdev *t = calloc(1, sizeof(*t));
-		if (!t)
-			return err_set(e, EXIT_HOST, "out of memory");
-		vm->testdevs[vm->ntestdevs++] = t;
-		char name[24];
-		snprintf(name, sizeof(name), "testdev%u", vm->ntestdevs - 1);
-		ret = pci_testdev_init(t, name, &vm->irq, d->vectors, o->irq_mode == IRQ_MODE_INTX);
-		if (!ret)
-			ret = pci_bus_add_device(&vm->pci, &t->pci, (uint8_t)slot, 1);
-		if (ret)
-			return err_set(e, EXIT_HOST, "cannot create %s: %s", name, strerror(-ret));
-	}
-	if (pci_bus_assign_resources(&vm->pci))
-		return err_set(e, EXIT_USAGE, "the devices' BARs do not fit in the PCI window");
-	return 0;
-}
-
 static int vm_write_mptable(struct vm *vm, struct err *e)
 {
 	struct mp_pci_irq irqs[PCI_SLOTS];
@@ -222,13 +187,27 @@ static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *featur
 	return -1;
 }
 
+static void vm_watch_call(struct vm *vm, struct vm_watch *w)
+{
+	(void)vm;
+	w->call(w->ctx);
+}
+
+int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg)
+{
+	int ret = vm_watch_fd(vm, fd, vm_watch_call, arg, 0);
+	if (ret == 0)
+		vm->watches[vm->nwatches - 1].call = call;
+	return ret;
+}
+
 int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
 		unsigned index)
 {
 	if (vm->nwatches == VM_MAX_WATCHES)
 		return -ENOSPC;
 	struct vm_watch *w = &vm->watches[vm->nwatches];
-	*w = (struct vm_watch){fd, ready, ctx, index};
+	*w = (struct vm_watch){fd, ready, ctx, index, NULL};
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
 	if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return -errno;
@@ -277,6 +256,23 @@ static void vm_on_resample(struct vm *vm, struct vm_watch *w)
 	irq_intx_handle_resample(&vm->irq, w->index);
 }
 
+/* What the main loop serves once the devices exist: INTx resamples and
+ * the console. */
+static int vm_watch_devices(struct vm *vm, struct err *e)
+{
+	int ret = 0;
+	for (unsigned i = 0; !ret && i < IRQ_INTX_PINS; i++)
+		if (vm->irq.pins[i].resamplefd >= 0)
+			ret = vm_watch_fd(vm, vm->irq.pins[i].resamplefd, vm_on_resample, NULL, i);
+	if (ret)
+		return err_set(e, EXIT_HOST, "cannot watch the INTx resample fds: %s", strerror(-ret));
+	/* A regular file or /dev/null cannot be polled: no input then. */
+	if (vm->console.in_fd >= 0 &&
+	    vm_watch_fd(vm, vm->console.in_fd, vm_on_console, NULL, 0) < 0)
+		vm->console.in_fd = -1;
+	return 0;
+}
+
 static int vm_setup_loop(struct vm *vm, struct err *e)
 {
 	sigset_t sigs;
@@ -299,15 +295,8 @@ static int vm_setup_loop(struct vm *vm, struct err *e)
 		ret = vm_watch_fd(vm, vm->panic_fd, vm_on_panic_grace, NULL, 0);
 	if (!ret)
 		ret = vm_watch_fd(vm, vm->signal_fd, vm_on_signal, NULL, 0);
-	for (unsigned i = 0; !ret && i < IRQ_INTX_PINS; i++)
-		if (vm->irq.pins[i].resamplefd >= 0)
-			ret = vm_watch_fd(vm, vm->irq.pins[i].resamplefd, vm_on_resample, NULL, i);
 	if (ret)
 		return err_set(e, EXIT_HOST, "cannot set up the event loop: %s", strerror(-ret));
-	/* A regular file or /dev/null cannot be polled: no input then. */
-	if (vm->console.in_fd >= 0 &&
-	    vm_watch_fd(vm, vm->console.in_fd, vm_on_console, NULL, 0) < 0)
-		vm->console.in_fd = -1;
 	if (vm->opts->timeout_s > 0) {
 		struct itimerspec its = {0};
 		its.it_value.tv_sec = (time_t)vm->opts->timeout_s;
@@ -358,8 +347,8 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 			       "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
 	vm->irq.intx_mode = o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery
 			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE : IRQ_INTX_LINE;
-	if (vm_create_devices(vm, e) || vm_create_pci(vm, e) || vm_write_mptable(vm, e) ||
-	    vm_device_tree(vm, e) || vm_setup_loop(vm, e))
+	if (vm_setup_loop(vm, e) || vm_create_devices(vm, e) || vm_create_pci(vm, e) ||
+	    vm_write_mptable(vm, e) || vm_device_tree(vm, e) || vm_watch_devices(vm, e))
 		return -1;
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		if (vcpu_create(vm, &vm->vcpus[i], i, e))
@@ -423,11 +412,7 @@ static void vm_report(struct vm *vm, int code)
 		log_info(&vm->log, "ring-0 emulation fallbacks on this host: %s", fb_text);
 	if (vm->opts->stats) {
 		irq_print_stats(&vm->irq, stderr);
-		for (unsigned i = 0; i < vm->ntestdevs; i++)
-			fprintf(stderr, "vmm: stats: %s (slot %u): doorbells %llu, beyond the table %llu\n",
-				vm->testdevs[i]->pci.name, vm->testdevs[i]->pci.slot,
-				(unsigned long long)atomic_load(&vm->testdevs[i]->doorbells),
-				(unsigned long long)atomic_load(&vm->testdevs[i]->bad_vectors));
+		vm_print_pci_stats(vm, stderr);
 	}
 	if (vm->opts->boot_timer) {
 		uint64_t first = atomic_load(&vm->first_run_ns);
@@ -473,10 +458,7 @@ void vm_destroy(struct vm *vm)
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	for (unsigned i = 0; i < vm->ntestdevs; i++) {
-		pci_testdev_destroy(vm->testdevs[i]);
-		free(vm->testdevs[i]);
-	}
+	vm_destroy_pci(vm);
 	irq_router_destroy(&vm->irq);
 	kvm_close(&vm->kvm);
 	guest_mem_destroy(&vm->mem);

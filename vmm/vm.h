@@ -25,6 +25,9 @@
 #include "devices/pvpanic.h"
 #include "devices/rtc.h"
 #include "devices/uart8250.h"
+#include "devices/virtio_blk.h"
+#include "devices/virtio_pci.h"
+#include "devices/virtio_rng.h"
 #include "irq/irq.h"
 #include "irq/kvm_sink.h"
 
@@ -44,6 +47,7 @@ struct vm_watch {
 	void (*ready)(struct vm *vm, struct vm_watch *w);
 	void *ctx;
 	unsigned index;
+	void (*call)(void *arg); /* vm_watch_call_fd: ready() calls call(ctx) */
 };
 
 struct vm {
@@ -67,6 +71,10 @@ struct vm {
 	struct pci_bus pci;
 	struct pci_testdev *testdevs[VMM_MAX_DEVICES];
 	unsigned ntestdevs;
+	struct virtio_pci *virtio[VMM_MAX_DEVICES];
+	struct virtio_blk *blks[VMM_MAX_DEVICES];
+	struct virtio_rng *rngs[VMM_MAX_DEVICES];
+	unsigned nvirtio, nblks, nrngs;
 
 	struct vcpu vcpus[VM_MAX_VCPUS];
 	unsigned nvcpus;
@@ -91,6 +99,11 @@ void vm_request_stop(struct vm *vm, int exit_code, const char *why);
 bool vm_stopping(struct vm *vm);
 void vm_note_first_run(struct vm *vm);
 /* The main loop calls ready() whenever fd is readable. */
+int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
+/* vmm/vm_devices.c: the PCI bus and its devices, in command-line order. */
+int vm_create_pci(struct vm *vm, struct err *e);
+void vm_destroy_pci(struct vm *vm);
+void vm_print_pci_stats(struct vm *vm, FILE *out);
 int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
 		unsigned index);
 

@@ -1,0 +1,91 @@
+/*
+ * Virtio devices and their transport, kept apart (as kvmtool's struct
+ * virtio_ops): a device (blk, net, console, rng) sees only this interface,
+ * never PCI; the transport (devices/virtio_pci.c) sees only the ops.
+ */
+#ifndef DEVICES_VIRTIO_H
+#define DEVICES_VIRTIO_H
+
+#include "virtqueue.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define VIRTIO_MAX_QUEUES 8
+
+/* Feature bits the transport handles (virtio 1.2, chapter 6). */
+#define VIRTIO_F_INDIRECT_DESC_BIT 28
+#define VIRTIO_F_EVENT_IDX_BIT     29
+#define VIRTIO_F_VERSION_1_BIT     32
+#define VIRTIO_FEATURE(bit)        (1ULL << (bit))
+
+/* Device status bits (2.1). */
+#define VIRTIO_STATUS_ACKNOWLEDGE 1
+#define VIRTIO_STATUS_DRIVER      2
+#define VIRTIO_STATUS_DRIVER_OK   4
+#define VIRTIO_STATUS_FEATURES_OK 8
+#define VIRTIO_STATUS_NEEDS_RESET 0x40
+#define VIRTIO_STATUS_FAILED      0x80
+
+struct virtio_dev;
+
+struct virtio_dev_ops {
+	const char *name;
+	uint16_t type;       /* virtio device ID: 1 net, 2 blk, 3 console, 4 rng */
+	uint32_t pci_class;
+	uint64_t features;   /* device-specific; the transport adds its own */
+	unsigned num_queues;
+	uint16_t queue_max;
+	uint32_t config_size;
+	void (*config_read)(struct virtio_dev *d, unsigned off, void *data, unsigned len);
+	void (*config_write)(struct virtio_dev *d, unsigned off, const void *data, unsigned len);
+	/* The driver notified queue q (on the I/O thread, transport locked). */
+	void (*queue_notify)(struct virtio_dev *d, unsigned q);
+	/* DRIVER_OK was set: queues are live. */
+	void (*activate)(struct virtio_dev *d);
+	/* Device reset: drop everything in flight. */
+	void (*reset)(struct virtio_dev *d);
+};
+
+struct virtio_transport;
+
+struct virtio_dev {
+	const struct virtio_dev_ops *ops;
+	struct virtio_transport *transport;
+	struct virtq vqs[VIRTIO_MAX_QUEUES];
+	uint64_t features; /* negotiated */
+	void *priv;
+};
+
+/* What a device asks of its transport. */
+struct virtio_transport_ops {
+	/* Buffers were pushed on q: interrupt if the driver wants one. */
+	void (*queue_used)(struct virtio_transport *t, unsigned q);
+	void (*config_changed)(struct virtio_transport *t);
+	/* The driver broke a rule: NEEDS_RESET, and a config interrupt. */
+	void (*needs_reset)(struct virtio_transport *t, const char *why);
+	/* Serialises device work with the transport (I/O-thread callbacks). */
+	void (*lock)(struct virtio_transport *t);
+	void (*unlock)(struct virtio_transport *t);
+};
+
+struct virtio_transport {
+	const struct virtio_transport_ops *ops;
+};
+
+static inline void virtio_queue_used(struct virtio_dev *d, unsigned q)
+{
+	d->transport->ops->queue_used(d->transport, q);
+}
+
+static inline void virtio_needs_reset(struct virtio_dev *d, const char *why)
+{
+	d->transport->ops->needs_reset(d->transport, why);
+}
+
+static inline bool virtio_has_feature(const struct virtio_dev *d, unsigned bit)
+{
+	return d->features & VIRTIO_FEATURE(bit);
+}
+
+#endif

@@ -1,0 +1,314 @@
+#include "virtio_blk.h"
+
+#include "vmm/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/virtio_blk.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SECTOR 512u
+#define VBLK_F(bit) (1ULL << (bit))
+
+/* 5.2.6: header (type, reserved, sector), data, then one status byte. */
+struct blk_outhdr {
+	uint32_t type;
+	uint32_t reserved;
+	uint64_t sector;
+};
+
+static void blk_config_read(struct virtio_dev *d, unsigned off, void *data, unsigned len)
+{
+	struct virtio_blk *b = d->priv;
+	struct virtio_blk_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.capacity = b->capacity;
+	cfg.seg_max = VIRTIO_BLK_QUEUE_MAX - 2; /* room for header and status */
+	cfg.blk_size = b->blk_size;
+	memcpy(data, (uint8_t *)&cfg + off, len);
+}
+
+/* Copies the iovecs covering [skip, skip+len) of src into dst. */
+static unsigned iov_slice(const struct iovec *src, unsigned n, uint64_t skip, uint64_t len,
+			  struct iovec *dst, unsigned max)
+{
+	unsigned out = 0;
+	for (unsigned i = 0; i < n && len && out < max; i++) {
+		if (skip >= src[i].iov_len) {
+			skip -= src[i].iov_len;
+			continue;
+		}
+		uint64_t chunk = src[i].iov_len - skip;
+		if (chunk > len)
+			chunk = len;
+		dst[out++] = (struct iovec){(uint8_t *)src[i].iov_base + skip, chunk};
+		len -= chunk;
+		skip = 0;
+	}
+	return out;
+}
+
+static void blk_finish(struct virtio_blk *b, struct virtio_blk_req *r, uint8_t status)
+{
+	struct virtq *q = &b->vdev.vqs[0];
+	*r->status = status;
+	if (status == VIRTIO_BLK_S_IOERR)
+		atomic_fetch_add(&b->stats.ioerrs, 1);
+	else if (status == VIRTIO_BLK_S_UNSUPP)
+		atomic_fetch_add(&b->stats.unsupported, 1);
+	virtq_push(q, r->head, status == VIRTIO_BLK_S_OK ? r->used_len : 1);
+	r->in_use = false;
+}
+
+/* Turns one popped element into an SQE, or completes it at once. */
+static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
+{
+	struct virtio_blk_req *r = &b->reqs[e->head];
+	struct blk_outhdr h;
+	if (r->in_use || e->in_len < 1 || iov_to_buf(e->out, e->nout, 0, &h, sizeof(h)) != sizeof(h))
+		return false; /* a malformed request: the caller marks NEEDS_RESET */
+	r->in_use = true;
+	r->head = e->head;
+	r->type = (uint8_t)h.type;
+	/* The status byte is the last byte the device writes. */
+	uint64_t pos = e->in_len - 1;
+	for (unsigned i = 0; i < e->nin; i++) {
+		if (pos < e->in[i].iov_len) {
+			r->status = (uint8_t *)e->in[i].iov_base + pos;
+			break;
+		}
+		pos -= e->in[i].iov_len;
+	}
+	r->used_len = 1;
+	struct io_uring_sqe *sqe = NULL;
+	uint64_t len;
+	switch (h.type) {
+	case VIRTIO_BLK_T_IN:
+	case VIRTIO_BLK_T_OUT:
+		len = h.type == VIRTIO_BLK_T_IN ? e->in_len - 1 : e->out_len - sizeof(h);
+		if (h.type == VIRTIO_BLK_T_OUT && b->readonly)
+			goto ioerr;
+		/* Whole sectors, inside the disk (no wrap in sector + count). */
+		if (len % SECTOR || h.sector > b->capacity || len / SECTOR > b->capacity - h.sector ||
+		    len > UINT32_MAX)
+			goto ioerr;
+		if (h.type == VIRTIO_BLK_T_IN)
+			r->niov = iov_slice(e->in, e->nin, 0, len, r->iov, VIRTQ_MAX_IOV);
+		else
+			r->niov = iov_slice(e->out, e->nout, sizeof(h), len, r->iov, VIRTQ_MAX_IOV);
+		r->expect = (uint32_t)len;
+		if (h.type == VIRTIO_BLK_T_IN)
+			r->used_len = (uint32_t)len + 1;
+		sqe = io_uring_get_sqe(&b->ring);
+		if (!sqe)
+			goto ioerr;
+		if (len == 0) {
+			io_uring_prep_nop(sqe);
+		} else if (h.type == VIRTIO_BLK_T_IN) {
+			io_uring_prep_readv(sqe, b->fd, r->iov, r->niov, h.sector * SECTOR);
+			atomic_fetch_add(&b->stats.reads, 1);
+		} else {
+			io_uring_prep_writev(sqe, b->fd, r->iov, r->niov, h.sector * SECTOR);
+			atomic_fetch_add(&b->stats.writes, 1);
+		}
+		break;
+	case VIRTIO_BLK_T_FLUSH:
+		sqe = io_uring_get_sqe(&b->ring);
+		if (!sqe)
+			goto ioerr;
+		r->expect = 0;
+		io_uring_prep_fsync(sqe, b->fd, IORING_FSYNC_DATASYNC);
+		atomic_fetch_add(&b->stats.flushes, 1);
+		break;
+	case VIRTIO_BLK_T_GET_ID: {
+		/* 5.2.6.1: up to 20 bytes, not NUL-terminated when exactly 20. */
+		uint64_t room = e->in_len - 1;
+		uint64_t n = room < VIRTIO_BLK_ID_BYTES ? room : VIRTIO_BLK_ID_BYTES;
+		buf_to_iov(e->in, e->nin, 0, b->id, n);
+		r->used_len = (uint32_t)n + 1;
+		atomic_fetch_add(&b->stats.get_ids, 1);
+		blk_finish(b, r, VIRTIO_BLK_S_OK);
+		return true;
+	}
+	default:
+		blk_finish(b, r, VIRTIO_BLK_S_UNSUPP);
+		return true;
+	}
+	io_uring_sqe_set_data64(sqe, e->head);
+	b->inflight++;
+	return true;
+ioerr:
+	r->used_len = 1;
+	blk_finish(b, r, VIRTIO_BLK_S_IOERR);
+	return true;
+}
+
+static void blk_notify(struct virtio_dev *d, unsigned qi)
+{
+	struct virtio_blk *b = d->priv;
+	struct virtq *q = &d->vqs[qi];
+	int ret;
+	bool malformed = false;
+	uint16_t used_before = q->used_idx;
+	while ((ret = virtq_pop(q, b->elem)) == 1) {
+		if (!blk_start(b, b->elem)) {
+			malformed = true;
+			break;
+		}
+		if (io_uring_sq_space_left(&b->ring) == 0)
+			io_uring_submit(&b->ring);
+	}
+	io_uring_submit(&b->ring);
+	if (ret < 0 || malformed)
+		virtio_needs_reset(d, malformed ? "malformed block request (no header or status byte, "
+						  "or a head already in flight)"
+						: virtq_error_name(ret));
+	if (q->used_idx != used_before)
+		virtio_queue_used(d, qi);
+}
+
+static void blk_reap(struct virtio_blk *b, bool deliver)
+{
+	struct io_uring_cqe *cqe;
+	while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
+		uint64_t head = io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&b->ring, cqe);
+		b->inflight--;
+		if (head >= VIRTIO_BLK_QUEUE_MAX || !b->reqs[head].in_use)
+			continue;
+		struct virtio_blk_req *r = &b->reqs[head];
+		if (!deliver) {
+			r->in_use = false;
+			continue;
+		}
+		/* A short transfer is an error too: the guest asked for all of it. */
+		bool ok = res >= 0 && (uint32_t)res == r->expect;
+		if (ok && (r->type == VIRTIO_BLK_T_IN || r->type == VIRTIO_BLK_T_OUT))
+			atomic_fetch_add(&b->stats.bytes, (uint64_t)res);
+		blk_finish(b, r, ok ? VIRTIO_BLK_S_OK : VIRTIO_BLK_S_IOERR);
+	}
+}
+
+void virtio_blk_complete(struct virtio_blk *b)
+{
+	uint64_t count;
+	if (read(b->completion_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		return;
+	struct virtio_transport *t = b->vdev.transport;
+	t->ops->lock(t);
+	uint16_t before = b->vdev.vqs[0].used_idx;
+	blk_reap(b, b->vdev.vqs[0].size != 0);
+	if (b->vdev.vqs[0].size && b->vdev.vqs[0].used_idx != before)
+		virtio_queue_used(&b->vdev, 0);
+	t->ops->unlock(t);
+}
+
+/* Reset: wait for what is in flight, so no completion lands in memory the
+ * driver has taken back, and forget it. */
+static void blk_reset(struct virtio_dev *d)
+{
+	struct virtio_blk *b = d->priv;
+	while (b->inflight) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&b->ring, &cqe) < 0)
+			break;
+		blk_reap(b, false);
+	}
+	for (unsigned i = 0; i < VIRTIO_BLK_QUEUE_MAX; i++)
+		b->reqs[i].in_use = false;
+}
+
+static const struct virtio_dev_ops blk_ops_rw = {
+	.name = "virtio-blk",
+	.type = 2,
+	.pci_class = 0x018000,
+	.features = VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) |
+		    VBLK_F(VIRTIO_BLK_F_FLUSH),
+	.num_queues = 1,
+	.queue_max = VIRTIO_BLK_QUEUE_MAX,
+	.config_size = sizeof(struct virtio_blk_config),
+	.config_read = blk_config_read,
+	.queue_notify = blk_notify,
+	.reset = blk_reset,
+};
+
+static const struct virtio_dev_ops blk_ops_ro = {
+	.name = "virtio-blk",
+	.type = 2,
+	.pci_class = 0x018000,
+	.features = VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) |
+		    VBLK_F(VIRTIO_BLK_F_FLUSH) | VBLK_F(VIRTIO_BLK_F_RO),
+	.num_queues = 1,
+	.queue_max = VIRTIO_BLK_QUEUE_MAX,
+	.config_size = sizeof(struct virtio_blk_config),
+	.config_read = blk_config_read,
+	.queue_notify = blk_notify,
+	.reset = blk_reset,
+};
+
+int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,
+		    struct err *e)
+{
+	struct stat st;
+	memset(b, 0, sizeof(*b));
+	b->fd = b->completion_fd = -1;
+	snprintf(b->path, sizeof(b->path), "%s", path);
+	b->readonly = readonly;
+	b->direct = direct;
+	b->fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0));
+	if (b->fd < 0)
+		return err_set(e, EXIT_USAGE, "--disk %s: %s", path, strerror(errno));
+	if (fstat(b->fd, &st) < 0)
+		return err_set(e, EXIT_USAGE, "--disk %s: %s", path, strerror(errno));
+	uint64_t bytes = (uint64_t)st.st_size;
+	if (S_ISBLK(st.st_mode) && ioctl(b->fd, BLKGETSIZE64, &bytes) < 0)
+		return err_set(e, EXIT_USAGE, "--disk %s: cannot read its size: %s", path, strerror(errno));
+	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+		return err_set(e, EXIT_USAGE, "--disk %s: not a regular file or block device", path);
+	if (bytes < SECTOR)
+		return err_set(e, EXIT_USAGE, "--disk %s: smaller than one 512-byte sector", path);
+	b->capacity = bytes / SECTOR;
+	b->blk_size = SECTOR;
+	/* GET_ID: the file's device and inode, stable across runs. */
+	snprintf(b->id, sizeof(b->id), "vmm-%llx-%llx", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	b->vdev.ops = readonly ? &blk_ops_ro : &blk_ops_rw;
+	b->vdev.priv = b;
+	b->elem = malloc(sizeof(*b->elem));
+	b->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*b->reqs));
+	if (!b->elem || !b->reqs)
+		return err_set(e, EXIT_HOST, "out of memory");
+	int ret = io_uring_queue_init(VIRTIO_BLK_QUEUE_MAX, &b->ring, 0);
+	if (ret < 0)
+		return err_set(e, EXIT_HOST, "--disk %s: io_uring_queue_init: %s", path, strerror(-ret));
+	b->ring_ready = true;
+	b->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (b->completion_fd < 0 || io_uring_register_eventfd(&b->ring, b->completion_fd) < 0)
+		return err_set(e, EXIT_HOST, "--disk %s: cannot register the completion eventfd", path);
+	return 0;
+}
+
+void virtio_blk_destroy(struct virtio_blk *b)
+{
+	if (b->ring_ready) {
+		blk_reset(&b->vdev);
+		io_uring_queue_exit(&b->ring);
+	}
+	if (b->completion_fd >= 0)
+		close(b->completion_fd);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b->elem);
+	free(b->reqs);
+	b->elem = NULL;
+	b->reqs = NULL;
+	b->fd = b->completion_fd = -1;
+}

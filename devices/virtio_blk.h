@@ -1,0 +1,60 @@
+/*
+ * virtio-blk (virtio 1.2, section 5.2) over a raw file or block device,
+ * with an io_uring backend: requests become SQEs, completions are reaped
+ * on the I/O thread through an eventfd registered with the ring, up to a
+ * queue's worth in flight. IN, OUT, FLUSH (fdatasync) and GET_ID;
+ * out-of-range sectors, writes to a read-only disk and host I/O errors are
+ * reported to the guest as VIRTIO_BLK_S_IOERR, never dropped.
+ */
+#ifndef DEVICES_VIRTIO_BLK_H
+#define DEVICES_VIRTIO_BLK_H
+
+#include "virtio.h"
+
+#include <liburing.h>
+#include <stdatomic.h>
+
+#define VIRTIO_BLK_QUEUE_MAX 256
+#define VIRTIO_BLK_ID_BYTES  20
+
+struct virtio_blk_req {
+	bool in_use;
+	uint16_t head;
+	uint8_t type;
+	uint8_t *status;     /* the guest's status byte */
+	uint32_t expect;     /* bytes the host operation must move */
+	uint32_t used_len;   /* bytes written into the guest's buffers */
+	unsigned niov;
+	struct iovec iov[VIRTQ_MAX_IOV];
+};
+
+struct virtio_blk_stats {
+	atomic_uint_fast64_t reads, writes, flushes, get_ids, ioerrs, unsupported, bytes;
+};
+
+struct virtio_blk {
+	struct virtio_dev vdev;
+	char path[256];
+	int fd;
+	bool readonly, direct;
+	uint64_t capacity; /* 512-byte sectors */
+	uint32_t blk_size;
+	char id[VIRTIO_BLK_ID_BYTES];
+	struct io_uring ring;
+	bool ring_ready;
+	int completion_fd; /* eventfd registered with the ring */
+	unsigned inflight;
+	struct virtq_elem *elem;
+	struct virtio_blk_req *reqs; /* one per possible head */
+	struct virtio_blk_stats stats;
+};
+
+struct err;
+/* Opens the backing file; O_DIRECT with `direct`. */
+int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,
+		    struct err *e);
+/* The I/O thread calls this when completion_fd is readable. */
+void virtio_blk_complete(struct virtio_blk *b);
+void virtio_blk_destroy(struct virtio_blk *b);
+
+#endif

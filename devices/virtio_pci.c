@@ -1,0 +1,521 @@
+#include "virtio_pci.h"
+
+#include "vmm/log.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* Capability types (virtio 1.2, 4.1.4). */
+enum { CAP_COMMON = 1, CAP_NOTIFY = 2, CAP_ISR = 3, CAP_DEVICE = 4, CAP_PCI_CFG = 5 };
+#define PCI_CAP_ID_VNDR 0x09
+
+/* struct virtio_pci_common_cfg offsets (4.1.4.3). */
+enum {
+	CC_DFSELECT = 0x00, CC_DF = 0x04, CC_GFSELECT = 0x08, CC_GF = 0x0C, CC_MSIX = 0x10,
+	CC_NUMQ = 0x12, CC_STATUS = 0x14, CC_CFGGEN = 0x15, CC_Q_SELECT = 0x16, CC_Q_SIZE = 0x18,
+	CC_Q_MSIX = 0x1A, CC_Q_ENABLE = 0x1C, CC_Q_NOFF = 0x1E, CC_Q_DESCLO = 0x20,
+	CC_Q_DESCHI = 0x24, CC_Q_AVAILLO = 0x28, CC_Q_AVAILHI = 0x2C, CC_Q_USEDLO = 0x30,
+	CC_Q_USEDHI = 0x34, CC_SIZE = 0x38,
+};
+
+static struct virtio_pci *vp_of(struct virtio_transport *t)
+{
+	return (struct virtio_pci *)((char *)t - offsetof(struct virtio_pci, transport));
+}
+
+static void vp_lock(struct virtio_transport *t)
+{
+	pthread_mutex_lock(&vp_of(t)->lock);
+}
+
+static void vp_unlock(struct virtio_transport *t)
+{
+	pthread_mutex_unlock(&vp_of(t)->lock);
+}
+
+/* Lock held. Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. */
+static void vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
+{
+	if (msix_enabled(&vp->msix)) {
+		/* 4.1.5.1.2: no interrupt for a queue mapped to NO_VECTOR. */
+		if (vec != VIRTIO_NO_VECTOR)
+			msix_fire(&vp->msix, vec);
+	} else {
+		vp->isr |= isr_bit;
+		pci_device_set_intx(&vp->pci, true);
+	}
+	atomic_fetch_add(&vp->interrupts, 1);
+}
+
+static void vp_queue_used(struct virtio_transport *t, unsigned q)
+{
+	struct virtio_pci *vp = vp_of(t);
+	pthread_mutex_lock(&vp->lock);
+	if (q < vp->dev->ops->num_queues && virtq_should_notify(&vp->dev->vqs[q]))
+		vp_interrupt(vp, vp->queues[q].msix_vector, 0x1);
+	pthread_mutex_unlock(&vp->lock);
+}
+
+static void vp_config_changed(struct virtio_transport *t)
+{
+	struct virtio_pci *vp = vp_of(t);
+	pthread_mutex_lock(&vp->lock);
+	vp->config_generation++;
+	vp_interrupt(vp, vp->msix_config, 0x2);
+	pthread_mutex_unlock(&vp->lock);
+}
+
+/* 2.1.2: a device that cannot go on sets NEEDS_RESET and, once DRIVER_OK
+ * was set, sends a configuration change notification. */
+static void vp_needs_reset(struct virtio_transport *t, const char *why)
+{
+	struct virtio_pci *vp = vp_of(t);
+	pthread_mutex_lock(&vp->lock);
+	if (!(vp->status & VIRTIO_STATUS_NEEDS_RESET)) {
+		log_warn(vp->host.log, "%s: broken driver (%s): device needs reset", vp->pci.name, why);
+		vp->status |= VIRTIO_STATUS_NEEDS_RESET;
+		atomic_fetch_add(&vp->broken, 1);
+		if (vp->status & VIRTIO_STATUS_DRIVER_OK)
+			vp_config_changed(t);
+	}
+	pthread_mutex_unlock(&vp->lock);
+}
+
+static const struct virtio_transport_ops vp_transport_ops = {
+	.queue_used = vp_queue_used,
+	.config_changed = vp_config_changed,
+	.needs_reset = vp_needs_reset,
+	.lock = vp_lock,
+	.unlock = vp_unlock,
+};
+
+static void vp_reset(struct virtio_pci *vp)
+{
+	struct virtio_dev *d = vp->dev;
+	if (d->ops->reset)
+		d->ops->reset(d);
+	for (unsigned i = 0; i < d->ops->num_queues; i++) {
+		struct virtio_pci_queue *q = &vp->queues[i];
+		q->size = d->ops->queue_max;
+		q->msix_vector = VIRTIO_NO_VECTOR;
+		q->enabled = false;
+		q->desc = q->driver = q->device = 0;
+		memset(&d->vqs[i], 0, sizeof(d->vqs[i]));
+	}
+	vp->device_feature_select = vp->driver_feature_select = 0;
+	vp->driver_features = 0;
+	d->features = 0;
+	vp->msix_config = VIRTIO_NO_VECTOR;
+	vp->queue_select = 0;
+	vp->status = 0;
+	vp->late_setup_logged = false;
+	vp->isr = 0;
+	pci_device_set_intx(&vp->pci, false);
+}
+
+static uint16_t vp_valid_vector(struct virtio_pci *vp, uint16_t v)
+{
+	/* A vector beyond the table reads back NO_VECTOR (4.1.4.3.2). */
+	return (vp->msix.cap && v < vp->msix.nvectors) ? v : VIRTIO_NO_VECTOR;
+}
+
+/* Field width at a common-config offset; 64-bit addresses are two dwords. */
+static unsigned cc_width(unsigned off)
+{
+	if (off < CC_MSIX)
+		return 4;
+	if (off < CC_STATUS)
+		return 2;
+	if (off < CC_Q_SELECT)
+		return 1;
+	if (off < CC_Q_DESCLO)
+		return 2;
+	return off < CC_SIZE ? 4 : 0;
+}
+
+static uint32_t vp_common_read(struct virtio_pci *vp, unsigned off)
+{
+	struct virtio_pci_queue *q =
+		vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
+	switch (off) {
+	case CC_DFSELECT: return vp->device_feature_select;
+	case CC_DF:
+		return vp->device_feature_select < 2
+			       ? (uint32_t)(vp->device_features >> (32 * vp->device_feature_select))
+			       : 0;
+	case CC_GFSELECT: return vp->driver_feature_select;
+	case CC_GF:
+		return vp->driver_feature_select < 2
+			       ? (uint32_t)(vp->driver_features >> (32 * vp->driver_feature_select))
+			       : 0;
+	case CC_MSIX: return vp->msix_config;
+	case CC_NUMQ: return vp->dev->ops->num_queues;
+	case CC_STATUS: return vp->status;
+	case CC_CFGGEN: return vp->config_generation;
+	case CC_Q_SELECT: return vp->queue_select;
+	/* 4.1.4.3.2: a selected queue that does not exist has size 0. */
+	case CC_Q_SIZE: return q ? q->size : 0;
+	case CC_Q_MSIX: return q ? q->msix_vector : VIRTIO_NO_VECTOR;
+	case CC_Q_ENABLE: return q ? q->enabled : 0;
+	case CC_Q_NOFF: return q ? vp->queue_select : 0;
+	case CC_Q_DESCLO: return q ? (uint32_t)q->desc : 0;
+	case CC_Q_DESCHI: return q ? (uint32_t)(q->desc >> 32) : 0;
+	case CC_Q_AVAILLO: return q ? (uint32_t)q->driver : 0;
+	case CC_Q_AVAILHI: return q ? (uint32_t)(q->driver >> 32) : 0;
+	case CC_Q_USEDLO: return q ? (uint32_t)q->device : 0;
+	case CC_Q_USEDHI: return q ? (uint32_t)(q->device >> 32) : 0;
+	default: return 0;
+	}
+}
+
+static void vp_set_status(struct virtio_pci *vp, uint8_t v)
+{
+	struct virtio_dev *d = vp->dev;
+	if (v == 0) {
+		vp_reset(vp); /* 4.1.4.3.1: writing 0 resets the device */
+		return;
+	}
+	uint8_t old = vp->status;
+	if ((v & VIRTIO_STATUS_FEATURES_OK) && !(old & VIRTIO_STATUS_FEATURES_OK)) {
+		/* 3.1.1: accept only a subset of what we offered, with VERSION_1
+		 * (Linux requires it; we offer no legacy interface). */
+		bool ok = !(vp->driver_features & ~vp->device_features) &&
+			  (vp->driver_features & VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT));
+		if (ok)
+			d->features = vp->driver_features;
+		else
+			v &= (uint8_t)~VIRTIO_STATUS_FEATURES_OK;
+	}
+	vp->status = (uint8_t)(v | (old & VIRTIO_STATUS_NEEDS_RESET));
+	if ((v & VIRTIO_STATUS_DRIVER_OK) && !(old & VIRTIO_STATUS_DRIVER_OK) && d->ops->activate)
+		d->ops->activate(d);
+}
+
+static void vp_queue_enable(struct virtio_pci *vp, struct virtio_pci_queue *q, unsigned idx)
+{
+	struct virtio_dev *d = vp->dev;
+	int ret = virtq_init(&d->vqs[idx], vp->mem, q->size, d->ops->queue_max, q->desc, q->driver,
+			     q->device, virtio_has_feature(d, VIRTIO_F_EVENT_IDX_BIT));
+	if (ret) {
+		char why[96];
+		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx, q->size,
+			 (unsigned long long)q->desc, virtq_error_name(ret));
+		vp_needs_reset(&vp->transport, why);
+		return;
+	}
+	q->enabled = true;
+}
+
+static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
+{
+	struct virtio_pci_queue *q =
+		vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
+	/* Queue set-up counts only between FEATURES_OK and DRIVER_OK; the
+	 * vector registers are exempt (Linux 4.15-5.11 write them after reset). */
+	bool setup_window = (vp->status & VIRTIO_STATUS_FEATURES_OK) &&
+			    !(vp->status & VIRTIO_STATUS_DRIVER_OK);
+	switch (off) {
+	case CC_DFSELECT: vp->device_feature_select = v; return;
+	case CC_GFSELECT: vp->driver_feature_select = v; return;
+	case CC_GF:
+		if (vp->driver_feature_select < 2 && !(vp->status & VIRTIO_STATUS_FEATURES_OK)) {
+			unsigned shift = 32 * vp->driver_feature_select;
+			vp->driver_features = (vp->driver_features & ~(0xFFFFFFFFULL << shift)) |
+					      ((uint64_t)v << shift);
+		}
+		return;
+	case CC_MSIX: vp->msix_config = vp_valid_vector(vp, (uint16_t)v); return;
+	case CC_STATUS: vp_set_status(vp, (uint8_t)v); return;
+	case CC_Q_SELECT: vp->queue_select = (uint16_t)v; return;
+	case CC_Q_MSIX:
+		if (q)
+			q->msix_vector = vp_valid_vector(vp, (uint16_t)v);
+		return;
+	default: break;
+	}
+	if (!q)
+		return;
+	if (!setup_window || q->enabled) {
+		if (!vp->late_setup_logged)
+			log_warn(vp->host.log,
+				 "%s: queue set-up write at 0x%x outside FEATURES_OK..DRIVER_OK ignored "
+				 "(logged once)", vp->pci.name, off);
+		vp->late_setup_logged = true;
+		return;
+	}
+	switch (off) {
+	case CC_Q_SIZE: q->size = (uint16_t)v; break;
+	case CC_Q_ENABLE:
+		if (v == 1)
+			vp_queue_enable(vp, q, vp->queue_select);
+		break;
+	case CC_Q_DESCLO: q->desc = (q->desc & ~0xFFFFFFFFULL) | v; break;
+	case CC_Q_DESCHI: q->desc = (q->desc & 0xFFFFFFFFULL) | (uint64_t)v << 32; break;
+	case CC_Q_AVAILLO: q->driver = (q->driver & ~0xFFFFFFFFULL) | v; break;
+	case CC_Q_AVAILHI: q->driver = (q->driver & 0xFFFFFFFFULL) | (uint64_t)v << 32; break;
+	case CC_Q_USEDLO: q->device = (q->device & ~0xFFFFFFFFULL) | v; break;
+	case CC_Q_USEDHI: q->device = (q->device & 0xFFFFFFFFULL) | (uint64_t)v << 32; break;
+	default: break; /* read-only */
+	}
+}
+
+void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct virtio_pci *vp = opaque;
+	uint64_t v = 0;
+	pthread_mutex_lock(&vp->lock);
+	if (off < VIRTIO_PCI_COMMON_OFF + CC_SIZE) {
+		unsigned w = cc_width((unsigned)off);
+		if (len == w && (off % w) == 0)
+			v = vp_common_read(vp, (unsigned)off);
+		else if (len == 8 && off >= CC_Q_DESCLO && (off % 8) == 0)
+			v = vp_common_read(vp, (unsigned)off) |
+			    (uint64_t)vp_common_read(vp, (unsigned)off + 4) << 32;
+	} else if (off == VIRTIO_PCI_ISR_OFF) {
+		/* 4.1.4.5: reading the ISR returns and clears it, and lowers INTx. */
+		v = vp->isr;
+		vp->isr = 0;
+		pci_device_set_intx(&vp->pci, false);
+	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
+		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
+		if (vp->dev->ops->config_read)
+			vp->dev->ops->config_read(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF), &v,
+						  len);
+	}
+	pthread_mutex_unlock(&vp->lock);
+	memcpy(data, &v, len);
+}
+
+void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct virtio_pci *vp = opaque;
+	uint64_t v = 0;
+	memcpy(&v, data, len);
+	if (off >= VIRTIO_PCI_NOTIFY_OFF) {
+		/* Without an ioeventfd the write arrives here, on a vCPU thread:
+		 * hand it to the I/O thread all the same. */
+		uint64_t q = (off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT, one = 1;
+		if (q < vp->dev->ops->num_queues && write(vp->queues[q].notify_fd, &one, 8) < 0) {
+			/* counter full: a notification is pending anyway */
+		}
+		return;
+	}
+	pthread_mutex_lock(&vp->lock);
+	if (off < VIRTIO_PCI_COMMON_OFF + CC_SIZE) {
+		unsigned w = cc_width((unsigned)off);
+		if (len == w && (off % w) == 0) {
+			vp_common_write(vp, (unsigned)off, (uint32_t)v);
+		} else if (len == 8 && off >= CC_Q_DESCLO && (off % 8) == 0) {
+			vp_common_write(vp, (unsigned)off, (uint32_t)v);
+			vp_common_write(vp, (unsigned)off + 4, (uint32_t)(v >> 32));
+		}
+	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
+		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
+		if (vp->dev->ops->config_write)
+			vp->dev->ops->config_write(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF), data,
+						   len);
+	}
+	pthread_mutex_unlock(&vp->lock);
+}
+
+/* The I/O thread: a queue's notify eventfd fired. */
+static void vp_notify_ready(void *arg)
+{
+	struct virtio_pci_queue *q = arg;
+	struct virtio_pci *vp = q->owner;
+	uint64_t count;
+	if (read(q->notify_fd, &count, sizeof(count)) < 0)
+		return;
+	atomic_fetch_add(&vp->notifies, 1);
+	pthread_mutex_lock(&vp->lock);
+	if ((vp->status & VIRTIO_STATUS_DRIVER_OK) && !(vp->status & VIRTIO_STATUS_NEEDS_RESET) &&
+	    q->enabled && vp->dev->ops->queue_notify)
+		vp->dev->ops->queue_notify(vp->dev, q->index);
+	pthread_mutex_unlock(&vp->lock);
+}
+
+static void vp_msix_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	struct virtio_pci *vp = opaque;
+	if (!msix_bar_read(&vp->msix, VIRTIO_PCI_MSIX_BAR, off, data, len))
+		memset(data, 0, len);
+}
+
+static void vp_msix_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct virtio_pci *vp = opaque;
+	msix_bar_write(&vp->msix, VIRTIO_PCI_MSIX_BAR, off, data, len);
+}
+
+/* 4.1.4.9: the PCI-configuration-access capability: cap.bar, cap.offset,
+ * cap.length select a BAR window; pci_cfg_data reads or writes it. */
+static bool vp_cfg_cap_window(struct virtio_pci *vp, uint32_t *offset, unsigned *len)
+{
+	const struct pci_device *d = &vp->pci;
+	uint8_t bar = d->cfg[vp->cfg_cap + 4];
+	*offset = pci_cfg_get32(d, vp->cfg_cap + 8);
+	*len = pci_cfg_get32(d, vp->cfg_cap + 12);
+	return bar == 0 && (*len == 1 || *len == 2 || *len == 4) && (*offset % *len) == 0 &&
+	       *offset < VIRTIO_PCI_BAR0_SIZE;
+}
+
+static bool touches(unsigned off, unsigned len, unsigned start, unsigned n)
+{
+	return off < start + n && start < off + len;
+}
+
+static void vp_config_read_hook(struct pci_device *d, unsigned off, unsigned len)
+{
+	struct virtio_pci *vp = d->opaque;
+	uint32_t offset, v = 0;
+	unsigned n;
+	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) || !vp_cfg_cap_window(vp, &offset, &n))
+		return;
+	virtio_pci_bar_read(vp, offset, &v, n);
+	pthread_mutex_lock(&d->lock);
+	pci_cfg_set32(d, vp->cfg_cap + 16, v);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void vp_config_written(struct pci_device *d, unsigned off, unsigned len)
+{
+	struct virtio_pci *vp = d->opaque;
+	uint32_t offset, v;
+	unsigned n;
+	msix_config_written(&vp->msix, off, len);
+	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) || !vp_cfg_cap_window(vp, &offset, &n))
+		return;
+	v = pci_cfg_get32(d, vp->cfg_cap + 16);
+	virtio_pci_bar_write(vp, offset, &v, n);
+}
+
+/* BAR0 moved: the notify ioeventfds follow it. */
+static void vp_bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool mapped)
+{
+	struct virtio_pci *vp = d->opaque;
+	if (bar != 0 || !vp->host.ioeventfd)
+		return;
+	for (unsigned i = 0; i < vp->dev->ops->num_queues; i++) {
+		uint64_t gpa = addr + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)i * VIRTIO_PCI_NOTIFY_MULT;
+		int ret = vp->host.ioeventfd(vp->host.ctx, gpa, 2, vp->queues[i].notify_fd, mapped);
+		if (ret < 0)
+			log_warn(vp->host.log, "%s: ioeventfd for queue %u at 0x%llx: %s (notifications "
+					       "will exit to the VMM)",
+				 d->name, i, (unsigned long long)gpa, strerror(-ret));
+	}
+	vp->notify_bar_addr = mapped ? addr : 0;
+}
+
+static void vp_intx_resample(struct pci_device *d)
+{
+	struct virtio_pci *vp = d->opaque;
+	pthread_mutex_lock(&vp->lock);
+	pci_device_set_intx(d, vp->isr != 0);
+	pthread_mutex_unlock(&vp->lock);
+}
+
+static const struct pci_device_ops vp_pci_ops = {
+	.config_written = vp_config_written,
+	.bar_mapped = vp_bar_mapped,
+	.config_read = vp_config_read_hook,
+	.intx_resample = vp_intx_resample,
+};
+
+static uint8_t vp_add_cap(struct virtio_pci *vp, uint8_t type, uint8_t len, uint32_t offset,
+			  uint32_t length)
+{
+	uint8_t c = pci_device_add_capability(&vp->pci, PCI_CAP_ID_VNDR, len);
+	if (!c)
+		return 0;
+	pci_cfg_set8(&vp->pci, c + 2, len); /* cap_len */
+	pci_cfg_set8(&vp->pci, c + 3, type);
+	pci_cfg_set8(&vp->pci, c + 4, 0); /* BAR0 */
+	pci_cfg_set32(&vp->pci, c + 8, offset);
+	pci_cfg_set32(&vp->pci, c + 12, length);
+	return c;
+}
+
+int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *name,
+		    struct irq_router *irq, const struct guest_mem *mem,
+		    const struct virtio_host *host, bool msix_hidden)
+{
+	const struct virtio_dev_ops *ops = dev->ops;
+	pthread_mutexattr_t attr;
+	memset(vp, 0, sizeof(*vp));
+	if (ops->num_queues == 0 || ops->num_queues > VIRTIO_MAX_QUEUES || ops->queue_max == 0 ||
+	    ops->config_size > 0x1000)
+		return -EINVAL;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&vp->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	vp->dev = dev;
+	vp->host = *host;
+	vp->mem = mem;
+	vp->transport.ops = &vp_transport_ops;
+	dev->transport = &vp->transport;
+	vp->device_features = ops->features | VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT) |
+			      VIRTIO_FEATURE(VIRTIO_F_INDIRECT_DESC_BIT) |
+			      VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
+	/* 4.1.2: modern devices are 0x1040 + type, revision 1. */
+	pci_device_init(&vp->pci, name, 0x1AF4, (uint16_t)(0x1040 + ops->type), ops->pci_class, 1);
+	pci_device_set_subsystem(&vp->pci, 0x1AF4, ops->type);
+	vp->pci.ops = &vp_pci_ops;
+	vp->pci.opaque = vp;
+	for (unsigned i = 0; i < ops->num_queues; i++) {
+		vp->queues[i].owner = vp;
+		vp->queues[i].index = i;
+		vp->queues[i].notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (vp->queues[i].notify_fd < 0)
+			return -errno;
+		if (host->watch) {
+			int ret = host->watch(host->ctx, vp->queues[i].notify_fd, vp_notify_ready,
+					      &vp->queues[i]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	unsigned nvec = ops->num_queues + 1;
+	uint64_t msix_size = 4096;
+	while (msix_size < msix_bar_bytes(nvec))
+		msix_size <<= 1;
+	int ret = pci_device_add_bar(&vp->pci, 0, PCI_BAR_MEM32, VIRTIO_PCI_BAR0_SIZE, false,
+				     virtio_pci_bar_read, virtio_pci_bar_write, vp);
+	if (!ret)
+		ret = pci_device_add_bar(&vp->pci, VIRTIO_PCI_MSIX_BAR, PCI_BAR_MEM32, msix_size, false,
+					 vp_msix_read, vp_msix_write, vp);
+	if (ret)
+		return ret;
+	if (!vp_add_cap(vp, CAP_COMMON, 16, VIRTIO_PCI_COMMON_OFF, CC_SIZE) ||
+	    !vp_add_cap(vp, CAP_ISR, 16, VIRTIO_PCI_ISR_OFF, 1) ||
+	    !vp_add_cap(vp, CAP_DEVICE, 16, VIRTIO_PCI_DEVICE_OFF, ops->config_size ? ops->config_size : 4))
+		return -ENOSPC;
+	uint8_t n = vp_add_cap(vp, CAP_NOTIFY, 20, VIRTIO_PCI_NOTIFY_OFF,
+			       ops->num_queues * VIRTIO_PCI_NOTIFY_MULT);
+	if (!n)
+		return -ENOSPC;
+	pci_cfg_set32(&vp->pci, n + 16, VIRTIO_PCI_NOTIFY_MULT); /* notify_off_multiplier */
+	vp->cfg_cap = vp_add_cap(vp, CAP_PCI_CFG, 20, 0, 0);
+	if (!vp->cfg_cap)
+		return -ENOSPC;
+	/* cap.bar, cap.offset, cap.length and pci_cfg_data are the driver's. */
+	vp->pci.wmask[vp->cfg_cap + 4] = 0xFF;
+	memset(&vp->pci.wmask[vp->cfg_cap + 8], 0xFF, 12);
+	ret = msix_init(&vp->msix, &vp->pci, irq, nvec, VIRTIO_PCI_MSIX_BAR, 0, msix_pba_offset(nvec),
+			msix_hidden);
+	if (ret)
+		return ret;
+	vp_reset(vp);
+	return 0;
+}
+
+void virtio_pci_destroy(struct virtio_pci *vp)
+{
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
+		if (vp->queues[i].owner && vp->queues[i].notify_fd >= 0)
+			close(vp->queues[i].notify_fd);
+	msix_destroy(&vp->msix);
+}

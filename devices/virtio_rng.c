@@ -1,0 +1,67 @@
+#include "virtio_rng.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define RNG_QUEUE_MAX 256
+
+/* 5.4.6: the device fills each device-writable buffer with random bytes. */
+static void rng_notify(struct virtio_dev *d, unsigned qi)
+{
+	struct virtio_rng *r = d->priv;
+	struct virtq *q = &d->vqs[qi];
+	int ret, pushed = 0;
+	while ((ret = virtq_pop(q, r->elem)) == 1) {
+		uint64_t done = 0;
+		for (unsigned i = 0; i < r->elem->nin; i++) {
+			struct iovec *v = &r->elem->in[i];
+			size_t off = 0;
+			while (off < v->iov_len) {
+				ssize_t n = getrandom((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0)
+					break;
+				off += (size_t)n;
+			}
+			done += off;
+			if (off < v->iov_len)
+				break;
+		}
+		virtq_push(q, r->elem->head, (uint32_t)done);
+		atomic_fetch_add(&r->bytes, done);
+		pushed++;
+	}
+	if (ret < 0)
+		virtio_needs_reset(d, virtq_error_name(ret));
+	if (pushed)
+		virtio_queue_used(d, qi);
+}
+
+static const struct virtio_dev_ops rng_ops = {
+	.name = "virtio-rng",
+	.type = 4,
+	.pci_class = 0xFF0000,
+	.features = 0,
+	.num_queues = 1,
+	.queue_max = RNG_QUEUE_MAX,
+	.config_size = 0,
+	.queue_notify = rng_notify,
+};
+
+int virtio_rng_init(struct virtio_rng *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->vdev.ops = &rng_ops;
+	r->vdev.priv = r;
+	r->elem = malloc(sizeof(*r->elem));
+	return r->elem ? 0 : -ENOMEM;
+}
+
+void virtio_rng_destroy(struct virtio_rng *r)
+{
+	free(r->elem);
+	r->elem = NULL;
+}
