@@ -160,6 +160,13 @@ int virtq_pop(struct virtq *q, struct virtq_elem *e)
 	return 1;
 }
 
+void virtq_unpop(struct virtq *q, uint16_t n)
+{
+	q->last_avail = (uint16_t)(q->last_avail - n);
+	if (q->event_idx && q->size)
+		ring_write16(q, q->used_addr + USED_RING(q->size), q->last_avail);
+}
+
 int virtq_push(struct virtq *q, uint16_t head, uint32_t len)
 {
 	if (!q->size)

@@ -59,6 +59,9 @@ int virtq_init(struct virtq *q, const struct guest_mem *mem, uint16_t size, uint
 	       uint64_t desc, uint64_t avail, uint64_t used, bool event_idx);
 /* 1 = an element was taken, 0 = ring empty, <0 = enum virtq_error. */
 int virtq_pop(struct virtq *q, struct virtq_elem *e);
+/* Gives back the last `n` popped, unpushed elements (a receive path that
+ * found too little room), so the next pop sees them again. */
+void virtq_unpop(struct virtq *q, uint16_t n);
 /* Puts `head` in the used ring with `len` bytes written. */
 int virtq_push(struct virtq *q, uint16_t head, uint32_t len);
 /* Whether the driver wants an interrupt for what was pushed since the last

@@ -13,7 +13,7 @@
 enum {
 	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_NO_DEFAULT_CMDLINE, OPT_MEMORY, OPT_CPUS,
 	OPT_TIMEOUT, OPT_CONSOLE_LOG, OPT_GUEST_DECOMPRESS, OPT_BOOT_TIMER, OPT_VERSION,
-	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS, OPT_DUMP_DTB, OPT_DTB, OPT_DISK, OPT_RNG,
+	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS, OPT_DUMP_DTB, OPT_DTB, OPT_DISK, OPT_RNG, OPT_CONSOLE, OPT_NET,
 };
 
 static const struct option long_options[] = {
@@ -39,6 +39,8 @@ static const struct option long_options[] = {
 	{"dtb", no_argument, NULL, OPT_DTB},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"rng", no_argument, NULL, OPT_RNG},
+	{"console", required_argument, NULL, OPT_CONSOLE},
+	{"net", required_argument, NULL, OPT_NET},
 	{NULL, 0, NULL, 0},
 };
 
@@ -69,6 +71,12 @@ void options_print_help(FILE *out, const char *argv0)
 		"                        virtio-blk on a raw file or block device (io_uring);\n"
 		"                        ro: read-only, direct: O_DIRECT; repeatable\n"
 		"  --rng                 virtio-rng, fed from getrandom()\n"
+		"  --console serial|virtio\n"
+		"                        where stdin/stdout go: ttyS0 (default) or a\n"
+		"                        virtio-console (hvc0; the default command line then\n"
+		"                        says console=hvc0)\n"
+		"  --net tap[=NAME][,mac=XX:XX:XX:XX:XX:XX]\n"
+		"                        virtio-net on a tap device (created if missing)\n"
 		"  --irq-mode msix|intx  intx hides every MSI-X capability (default msix)\n"
 		"  --msi-delivery irqfd|signal\n"
 		"                        MSI through GSI routes + irqfd (default) or\n"
@@ -173,6 +181,39 @@ static int parse_disk(struct vm_options *o, char *arg, struct err *e)
 	return 0;
 }
 
+static int add_device(struct vm_options *o, struct device_spec d, const char *opt, struct err *e)
+{
+	if (o->ndevices == VMM_MAX_DEVICES)
+		return err_set(e, EXIT_USAGE, "%s: at most %d devices", opt, VMM_MAX_DEVICES);
+	o->devices[o->ndevices++] = d;
+	return 0;
+}
+
+/* "tap[=NAME][,mac=XX:XX:XX:XX:XX:XX]" */
+static int parse_net(struct vm_options *o, char *arg, struct err *e)
+{
+	char *save = NULL;
+	struct device_spec d = {.kind = DEVICE_VIRTIO_NET, .slot = -1};
+	char *tok = strtok_r(arg, ",", &save);
+	if (!tok || strncmp(tok, "tap", 3) || (tok[3] && tok[3] != '='))
+		return err_set(e, EXIT_USAGE, "--net %s: only tap[=NAME] is supported", arg);
+	d.path = tok[3] == '=' ? tok + 4 : NULL;
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		unsigned m[6];
+		char extra;
+		if (strncmp(tok, "mac=", 4) ||
+		    sscanf(tok + 4, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4],
+			   &m[5], &extra) != 6)
+			return err_set(e, EXIT_USAGE, "--net: bad property '%s' (mac=XX:XX:XX:XX:XX:XX)", tok);
+		if (m[0] & 1)
+			return err_set(e, EXIT_USAGE, "--net %s: a multicast MAC cannot be a NIC's", tok);
+		for (int i = 0; i < 6; i++)
+			d.mac[i] = (uint8_t)m[i];
+		d.has_mac = true;
+	}
+	return add_device(o, d, "--net", e);
+}
+
 int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 {
 	uint64_t v;
@@ -255,9 +296,26 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 				return -1;
 			break;
 		case OPT_RNG:
-			if (o->ndevices == VMM_MAX_DEVICES)
-				return err_set(e, EXIT_USAGE, "--rng: at most %d devices", VMM_MAX_DEVICES);
-			o->devices[o->ndevices++] = (struct device_spec){.kind = DEVICE_VIRTIO_RNG, .slot = -1};
+			if (add_device(o, (struct device_spec){.kind = DEVICE_VIRTIO_RNG, .slot = -1},
+				       "--rng", e))
+				return -1;
+			break;
+		case OPT_CONSOLE:
+			if (!strcmp(optarg, "serial")) {
+				o->virtio_console = false;
+			} else if (!strcmp(optarg, "virtio")) {
+				if (!o->virtio_console &&
+				    add_device(o, (struct device_spec){.kind = DEVICE_VIRTIO_CONSOLE, .slot = -1},
+					       "--console", e))
+					return -1;
+				o->virtio_console = true;
+			} else {
+				return err_set(e, EXIT_USAGE, "--console %s: use serial or virtio", optarg);
+			}
+			break;
+		case OPT_NET:
+			if (parse_net(o, optarg, e))
+				return -1;
 			break;
 		case ':':
 			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
@@ -276,7 +334,9 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 
 char *options_kernel_cmdline(const struct vm_options *o)
 {
-	const char *base = o->no_default_cmdline ? "" : VMM_DEFAULT_CMDLINE;
+	const char *base = o->no_default_cmdline ? ""
+			   : o->virtio_console ? VMM_DEFAULT_CMDLINE_HVC
+					       : VMM_DEFAULT_CMDLINE;
 	const char *extra = o->cmdline_extra ? o->cmdline_extra : "";
 	size_t n = strlen(base) + strlen(extra) + 2;
 	char *s = malloc(n);

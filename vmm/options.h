@@ -11,18 +11,23 @@ struct err;
 /* Appended to by --cmdline unless --no-default-cmdline: serial console,
  * reboot through the i8042 (ends the VM), reboot at once on panic. */
 #define VMM_DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
+/* With --console virtio the guest's console is hvc0. */
+#define VMM_DEFAULT_CMDLINE_HVC "console=hvc0 reboot=k panic=-1"
 
 #define VMM_MAX_DEVICES 16
 
-enum device_kind { DEVICE_TESTDEV, DEVICE_VIRTIO_BLK, DEVICE_VIRTIO_RNG };
+enum device_kind { DEVICE_TESTDEV, DEVICE_VIRTIO_BLK, DEVICE_VIRTIO_RNG, DEVICE_VIRTIO_CONSOLE,
+		   DEVICE_VIRTIO_NET };
 
 /* One PCI device from --device, --disk or --rng, in command-line order. */
 struct device_spec {
 	enum device_kind kind;
 	unsigned vectors; /* testdev: MSI-X table size */
 	int slot;         /* -1: next free */
-	const char *path; /* virtio-blk */
+	const char *path; /* virtio-blk: the file; virtio-net: the tap name */
 	bool readonly, direct;
+	bool has_mac;
+	uint8_t mac[6];
 };
 
 enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };
@@ -45,6 +50,7 @@ struct vm_options {
 	int msi_delivery;  /* enum irq_msi_delivery */
 	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
 	bool stats;
+	bool virtio_console; /* --console virtio: stdin/stdout on hvc0 */
 	const char *dump_dtb; /* write the device tree here */
 	bool dtb;             /* hand it to the guest (SETUP_DTB) */
 	bool help, version;

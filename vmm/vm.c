@@ -187,6 +187,20 @@ static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *featur
 	return -1;
 }
 
+static int vm_watch_add(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w),
+			void *ctx, unsigned index, void (*call)(void *arg), bool edge)
+{
+	if (vm->nwatches == VM_MAX_WATCHES)
+		return -ENOSPC;
+	struct vm_watch *w = &vm->watches[vm->nwatches];
+	*w = (struct vm_watch){fd, ready, ctx, index, call, edge};
+	struct epoll_event ev = {.events = EPOLLIN | (edge ? EPOLLET : 0), .data.ptr = w};
+	if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	vm->nwatches++;
+	return 0;
+}
+
 static void vm_watch_call(struct vm *vm, struct vm_watch *w)
 {
 	(void)vm;
@@ -195,24 +209,18 @@ static void vm_watch_call(struct vm *vm, struct vm_watch *w)
 
 int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg)
 {
-	int ret = vm_watch_fd(vm, fd, vm_watch_call, arg, 0);
-	if (ret == 0)
-		vm->watches[vm->nwatches - 1].call = call;
-	return ret;
+	return vm_watch_add(vm, fd, vm_watch_call, arg, 0, call, false);
+}
+
+int vm_watch_call_fd_edge(struct vm *vm, int fd, void (*call)(void *arg), void *arg)
+{
+	return vm_watch_add(vm, fd, vm_watch_call, arg, 0, call, true);
 }
 
 int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
 		unsigned index)
 {
-	if (vm->nwatches == VM_MAX_WATCHES)
-		return -ENOSPC;
-	struct vm_watch *w = &vm->watches[vm->nwatches];
-	*w = (struct vm_watch){fd, ready, ctx, index, NULL};
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
-	if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
-		return -errno;
-	vm->nwatches++;
-	return 0;
+	return vm_watch_add(vm, fd, ready, ctx, index, NULL, false);
 }
 
 static void vm_drain_fd(int fd)
@@ -362,7 +370,9 @@ static void vm_on_console(struct vm *vm, struct vm_watch *w)
 	size_t n;
 	enum console_input_result r = console_read_input(&vm->console, buf, sizeof(buf), &n);
 	if (n) {
-		size_t taken = uart8250_receive(&vm->uart, buf, n);
+		size_t taken = vm->vconsole && vm->opts->virtio_console
+				       ? virtio_console_receive(vm->vconsole, buf, n)
+				       : uart8250_receive(&vm->uart, buf, n);
 		if (taken < n)
 			log_debug(&vm->log, "console: guest receive buffer full, %zu bytes dropped",
 				  n - taken);

@@ -26,6 +26,8 @@
 #include "devices/rtc.h"
 #include "devices/uart8250.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtio_console.h"
+#include "devices/virtio_net.h"
 #include "devices/virtio_pci.h"
 #include "devices/virtio_rng.h"
 #include "irq/irq.h"
@@ -48,6 +50,7 @@ struct vm_watch {
 	void *ctx;
 	unsigned index;
 	void (*call)(void *arg); /* vm_watch_call_fd: ready() calls call(ctx) */
+	bool edge;               /* EPOLLET: the handler drains what it can */
 };
 
 struct vm {
@@ -74,7 +77,9 @@ struct vm {
 	struct virtio_pci *virtio[VMM_MAX_DEVICES];
 	struct virtio_blk *blks[VMM_MAX_DEVICES];
 	struct virtio_rng *rngs[VMM_MAX_DEVICES];
-	unsigned nvirtio, nblks, nrngs;
+	struct virtio_net *nets[VMM_MAX_DEVICES];
+	struct virtio_console *vconsole;
+	unsigned nvirtio, nblks, nrngs, nnets;
 
 	struct vcpu vcpus[VM_MAX_VCPUS];
 	unsigned nvcpus;
@@ -100,6 +105,7 @@ bool vm_stopping(struct vm *vm);
 void vm_note_first_run(struct vm *vm);
 /* The main loop calls ready() whenever fd is readable. */
 int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
+int vm_watch_call_fd_edge(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
 /* vmm/vm_devices.c: the PCI bus and its devices, in command-line order. */
 int vm_create_pci(struct vm *vm, struct err *e);
 void vm_destroy_pci(struct vm *vm);

@@ -30,6 +30,11 @@ static void vm_blk_ready(void *arg)
 	virtio_blk_complete(arg);
 }
 
+static void vm_tap_ready(void *arg)
+{
+	virtio_net_tap_ready(arg);
+}
+
 static int vm_slot_for(struct vm *vm, const struct device_spec *d, unsigned i, uint8_t *next,
 		       struct err *e)
 {
@@ -97,6 +102,30 @@ int vm_create_pci(struct vm *vm, struct err *e)
 				return -1;
 			if (vm_watch_call_fd(vm, b->completion_fd, vm_blk_ready, b) < 0)
 				return err_set(e, EXIT_HOST, "%s: cannot watch its completions", name);
+		} else if (d->kind == DEVICE_VIRTIO_NET) {
+			struct virtio_net *n = calloc(1, sizeof(*n));
+			if (!n)
+				return err_set(e, EXIT_HOST, "out of memory");
+			vm->nets[vm->nnets++] = n;
+			snprintf(name, sizeof(name), "virtio-net%u", vm->nnets - 1);
+			if (virtio_net_init(n, d->path, d->has_mac ? d->mac : NULL, e) ||
+			    vm_add_virtio(vm, &n->vdev, name, slot, e))
+				return -1;
+			/* Edge-triggered: without receive buffers the tap stays readable. */
+			if (vm_watch_call_fd_edge(vm, n->tap_fd, vm_tap_ready, n) < 0)
+				return err_set(e, EXIT_HOST, "%s: cannot watch its tap", name);
+			log_info(&vm->log, "%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x", name, n->ifname,
+				 n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+		} else if (d->kind == DEVICE_VIRTIO_CONSOLE) {
+			struct virtio_console *c = calloc(1, sizeof(*c));
+			struct char_sink out = {console_output, &vm->console};
+			if (!c || virtio_console_init(c, out)) {
+				free(c);
+				return err_set(e, EXIT_HOST, "out of memory");
+			}
+			vm->vconsole = c;
+			if (vm_add_virtio(vm, &c->vdev, "virtio-console", slot, e))
+				return -1;
 		} else {
 			struct virtio_rng *r = calloc(1, sizeof(*r));
 			if (!r || virtio_rng_init(r))
@@ -126,11 +155,20 @@ void vm_destroy_pci(struct vm *vm)
 		virtio_rng_destroy(vm->rngs[i]);
 		free(vm->rngs[i]);
 	}
+	for (unsigned i = 0; i < vm->nnets; i++) {
+		virtio_net_destroy(vm->nets[i]);
+		free(vm->nets[i]);
+	}
+	if (vm->vconsole) {
+		virtio_console_destroy(vm->vconsole);
+		free(vm->vconsole);
+		vm->vconsole = NULL;
+	}
 	for (unsigned i = 0; i < vm->ntestdevs; i++) {
 		pci_testdev_destroy(vm->testdevs[i]);
 		free(vm->testdevs[i]);
 	}
-	vm->nvirtio = vm->nblks = vm->nrngs = vm->ntestdevs = 0;
+	vm->nvirtio = vm->nblks = vm->nrngs = vm->nnets = vm->ntestdevs = 0;
 }
 
 void vm_print_pci_stats(struct vm *vm, FILE *out)
@@ -153,5 +191,12 @@ void vm_print_pci_stats(struct vm *vm, FILE *out)
 	}
 	for (unsigned i = 0; i < vm->nrngs; i++)
 		fprintf(out, "vmm: stats: virtio-rng%u: bytes %llu\n", i, C(vm->rngs[i]->bytes));
+	for (unsigned i = 0; i < vm->nnets; i++)
+		fprintf(out, "vmm: stats: virtio-net%u %s: rx %llu tx %llu rx-dropped %llu tx-errors %llu\n",
+			i, vm->nets[i]->ifname, C(vm->nets[i]->rx_frames), C(vm->nets[i]->tx_frames),
+			C(vm->nets[i]->rx_dropped), C(vm->nets[i]->tx_errors));
+	if (vm->vconsole)
+		fprintf(out, "vmm: stats: virtio-console: tx %llu rx %llu rx-dropped %llu bytes\n",
+			C(vm->vconsole->tx_bytes), C(vm->vconsole->rx_bytes), C(vm->vconsole->rx_dropped));
 #undef C
 }

@@ -1,0 +1,119 @@
+#include "virtio_console.h"
+
+#include <errno.h>
+#include <linux/virtio_console.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CONSOLE_RXQ = 0, CONSOLE_TXQ = 1 };
+
+static void console_config_read(struct virtio_dev *d, unsigned off, void *data, unsigned len)
+{
+	struct virtio_console_config cfg;
+	(void)d;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.cols = 80;
+	cfg.rows = 25;
+	cfg.max_nr_ports = 1;
+	memcpy(data, (uint8_t *)&cfg + off, len);
+}
+
+/* Fills posted receive buffers from the host buffer; transport locked. */
+static void console_fill_rx(struct virtio_console *c)
+{
+	struct virtq *q = &c->vdev.vqs[CONSOLE_RXQ];
+	bool pushed = false;
+	int ret = 0;
+	while (c->rx_count && q->size && (ret = virtq_pop(q, c->elem)) == 1) {
+		uint64_t done = 0;
+		for (unsigned i = 0; i < c->elem->nin && c->rx_count; i++) {
+			struct iovec *v = &c->elem->in[i];
+			size_t off = 0;
+			while (off < v->iov_len && c->rx_count) {
+				size_t run = VIRTIO_CONSOLE_RX_CAP - c->rx_head;
+				if (run > c->rx_count)
+					run = c->rx_count;
+				if (run > v->iov_len - off)
+					run = v->iov_len - off;
+				memcpy((uint8_t *)v->iov_base + off, c->rx + c->rx_head, run);
+				off += run;
+				c->rx_head = (c->rx_head + run) % VIRTIO_CONSOLE_RX_CAP;
+				c->rx_count -= run;
+			}
+			done += off;
+		}
+		virtq_push(q, c->elem->head, (uint32_t)done);
+		atomic_fetch_add(&c->rx_bytes, done);
+		pushed = true;
+	}
+	if (ret < 0)
+		virtio_needs_reset(&c->vdev, virtq_error_name(ret));
+	if (pushed)
+		virtio_queue_used(&c->vdev, CONSOLE_RXQ);
+}
+
+static void console_notify(struct virtio_dev *d, unsigned qi)
+{
+	struct virtio_console *c = d->priv;
+	if (qi == CONSOLE_RXQ) {
+		console_fill_rx(c);
+		return;
+	}
+	struct virtq *q = &d->vqs[CONSOLE_TXQ];
+	int ret;
+	bool pushed = false;
+	while ((ret = virtq_pop(q, c->elem)) == 1) {
+		for (unsigned i = 0; i < c->elem->nout; i++)
+			char_sink_write(&c->out, c->elem->out[i].iov_base, c->elem->out[i].iov_len);
+		atomic_fetch_add(&c->tx_bytes, c->elem->out_len);
+		virtq_push(q, c->elem->head, 0);
+		pushed = true;
+	}
+	if (ret < 0)
+		virtio_needs_reset(d, virtq_error_name(ret));
+	if (pushed)
+		virtio_queue_used(d, CONSOLE_TXQ);
+}
+
+static const struct virtio_dev_ops console_ops = {
+	.name = "virtio-console",
+	.type = 3,
+	.pci_class = 0x078000,
+	.features = 0,
+	.num_queues = 2,
+	.queue_max = 64,
+	.config_size = sizeof(struct virtio_console_config),
+	.config_read = console_config_read,
+	.queue_notify = console_notify,
+};
+
+int virtio_console_init(struct virtio_console *c, struct char_sink out)
+{
+	memset(c, 0, sizeof(*c));
+	c->vdev.ops = &console_ops;
+	c->vdev.priv = c;
+	c->out = out;
+	c->elem = malloc(sizeof(*c->elem));
+	return c->elem ? 0 : -ENOMEM;
+}
+
+size_t virtio_console_receive(struct virtio_console *c, const uint8_t *buf, size_t len)
+{
+	struct virtio_transport *t = c->vdev.transport;
+	size_t n = 0;
+	t->ops->lock(t);
+	while (n < len && c->rx_count < VIRTIO_CONSOLE_RX_CAP) {
+		c->rx[(c->rx_head + c->rx_count) % VIRTIO_CONSOLE_RX_CAP] = buf[n++];
+		c->rx_count++;
+	}
+	atomic_fetch_add(&c->rx_dropped, len - n);
+	console_fill_rx(c);
+	t->ops->unlock(t);
+	return n;
+}
+
+void virtio_console_destroy(struct virtio_console *c)
+{
+	free(c->elem);
+	c->elem = NULL;
+}

@@ -1,0 +1,210 @@
+#include "virtio_net.h"
+
+#include "net_tap.h"
+#include "vmm/err.h"
+
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum { NET_RXQ = 0, NET_TXQ = 1 };
+#define NET_F(bit) (1ULL << (bit))
+
+static void net_config_read(struct virtio_dev *d, unsigned off, void *data, unsigned len)
+{
+	struct virtio_net *n = d->priv;
+	struct virtio_net_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.mac, n->mac, 6);
+	cfg.status = VIRTIO_NET_S_LINK_UP;
+	cfg.max_virtqueue_pairs = 1;
+	memcpy(data, (uint8_t *)&cfg + off, len);
+}
+
+/*
+ * Delivers the waiting frame into receive buffers; with MRG_RXBUF it may
+ * span several, and num_buffers in the first header says how many
+ * (5.1.6.4). First counts whether the posted buffers can hold it (giving
+ * them back if not, so no partial frame is ever used: 5.1.6.4.2), then
+ * fills them. Returns false when the guest has no room yet. Locked.
+ */
+static bool net_deliver_frame(struct virtio_net *n, bool *pushed)
+{
+	struct virtq *q = &n->vdev.vqs[NET_RXQ];
+	bool mrg = virtio_has_feature(&n->vdev, VIRTIO_NET_F_MRG_RXBUF);
+	uint64_t room = 0;
+	uint16_t need = 0;
+	int ret = 0;
+	bool unusable = false;
+	while (room < n->frame_len && need < q->size && (ret = virtq_pop(q, n->elem)) == 1) {
+		need++;
+		if (need == 1 && (n->elem->nin == 0 || n->elem->in[0].iov_len < VIRTIO_NET_HDR_LEN)) {
+			unusable = true; /* the header must fit in the first buffer */
+			break;
+		}
+		room += n->elem->in_len;
+		if (!mrg)
+			break;
+	}
+	virtq_unpop(q, need);
+	if (ret < 0) {
+		virtio_needs_reset(&n->vdev, virtq_error_name(ret));
+		return false;
+	}
+	if (unusable) {
+		virtio_needs_reset(&n->vdev, "receive buffer smaller than the 12-byte header");
+		return false;
+	}
+	if (room < n->frame_len) {
+		/* Too small for good (one buffer without MRG_RXBUF, or the whole
+		 * ring): drop the frame. Else wait until the guest posts more. */
+		if (ret == 0 && (mrg || need == 0) && need < q->size)
+			return false;
+		atomic_fetch_add(&n->rx_dropped, 1);
+		n->frame_len = 0;
+		return true;
+	}
+	size_t off = 0;
+	uint8_t *first_hdr = NULL;
+	for (uint16_t i = 0; i < need; i++) {
+		if (virtq_pop(q, n->elem) != 1)
+			break; /* the guest rewrote its ring under us: stop */
+		if (i == 0 && n->elem->nin && n->elem->in[0].iov_len >= VIRTIO_NET_HDR_LEN)
+			first_hdr = n->elem->in[0].iov_base;
+		uint64_t done = buf_to_iov(n->elem->in, n->elem->nin, 0, n->frame + off,
+					   n->frame_len - off);
+		off += done;
+		virtq_push(q, n->elem->head, (uint32_t)done);
+		*pushed = true;
+	}
+	/* num_buffers: little-endian u16 at offset 10 of the first header. */
+	uint8_t nb[2] = {(uint8_t)need, (uint8_t)(need >> 8)};
+	if (first_hdr)
+		memcpy(first_hdr + 10, nb, 2);
+	atomic_fetch_add(&n->rx_frames, 1);
+	n->frame_len = 0;
+	return true;
+}
+
+/* Reads frames from the tap while the guest has room. Locked. */
+static void net_rx(struct virtio_net *n)
+{
+	bool pushed = false;
+	if (!n->vdev.vqs[NET_RXQ].size)
+		return;
+	for (;;) {
+		if (n->frame_len == 0) {
+			ssize_t r = read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX);
+			if (r <= VIRTIO_NET_HDR_LEN)
+				break; /* EAGAIN, error, or a runt */
+			n->frame_len = (size_t)r;
+		}
+		if (!net_deliver_frame(n, &pushed))
+			break;
+	}
+	if (pushed)
+		virtio_queue_used(&n->vdev, NET_RXQ);
+}
+
+static void net_tx(struct virtio_net *n)
+{
+	struct virtq *q = &n->vdev.vqs[NET_TXQ];
+	bool pushed = false;
+	int ret;
+	while ((ret = virtq_pop(q, n->elem)) == 1) {
+		/* Header and frame go to the tap as they are (same vnet header). */
+		if (n->elem->out_len < VIRTIO_NET_HDR_LEN ||
+		    writev(n->tap_fd, n->elem->out, (int)n->elem->nout) < 0)
+			atomic_fetch_add(&n->tx_errors, 1);
+		else
+			atomic_fetch_add(&n->tx_frames, 1);
+		virtq_push(q, n->elem->head, 0);
+		pushed = true;
+	}
+	if (ret < 0)
+		virtio_needs_reset(&n->vdev, virtq_error_name(ret));
+	if (pushed)
+		virtio_queue_used(&n->vdev, NET_TXQ);
+}
+
+static void net_notify(struct virtio_dev *d, unsigned qi)
+{
+	struct virtio_net *n = d->priv;
+	if (qi == NET_RXQ)
+		net_rx(n);
+	else
+		net_tx(n);
+}
+
+static void net_reset(struct virtio_dev *d)
+{
+	struct virtio_net *n = d->priv;
+	n->frame_len = 0;
+}
+
+void virtio_net_tap_ready(struct virtio_net *n)
+{
+	struct virtio_transport *t = n->vdev.transport;
+	t->ops->lock(t);
+	if (n->vdev.vqs[NET_RXQ].size)
+		net_rx(n);
+	else {
+		/* Not running: drain and drop, so the tap does not stay readable. */
+		while (read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX) > 0)
+			atomic_fetch_add(&n->rx_dropped, 1);
+	}
+	t->ops->unlock(t);
+}
+
+static const struct virtio_dev_ops net_ops = {
+	.name = "virtio-net",
+	.type = 1,
+	.pci_class = 0x020000,
+	.features = NET_F(VIRTIO_NET_F_MAC) | NET_F(VIRTIO_NET_F_MRG_RXBUF) | NET_F(VIRTIO_NET_F_STATUS),
+	.num_queues = 2,
+	.queue_max = VIRTIO_NET_QUEUE_MAX,
+	.config_size = 10, /* mac, status, max_virtqueue_pairs */
+	.config_read = net_config_read,
+	.queue_notify = net_notify,
+	.reset = net_reset,
+};
+
+int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct err *e)
+{
+	memset(n, 0, sizeof(*n));
+	n->tap_fd = -1;
+	n->vdev.ops = &net_ops;
+	n->vdev.priv = n;
+	n->elem = malloc(sizeof(*n->elem));
+	n->frame = malloc(VIRTIO_NET_FRAME_MAX);
+	if (!n->elem || !n->frame)
+		return err_set(e, EXIT_HOST, "out of memory");
+	n->tap_fd = net_tap_open(tap_name, n->ifname, e);
+	if (n->tap_fd < 0)
+		return -1;
+	if (mac) {
+		memcpy(n->mac, mac, 6);
+	} else {
+		/* Locally administered, unicast, stable for a tap name. */
+		uint32_t h = 2166136261u;
+		for (const char *p = n->ifname; *p; p++)
+			h = (h ^ (uint8_t)*p) * 16777619u;
+		uint8_t m[6] = {0x52, 0x54, 0x00, (uint8_t)(h >> 16), (uint8_t)(h >> 8), (uint8_t)h};
+		memcpy(n->mac, m, 6);
+	}
+	return 0;
+}
+
+void virtio_net_destroy(struct virtio_net *n)
+{
+	if (n->tap_fd >= 0)
+		close(n->tap_fd);
+	free(n->elem);
+	free(n->frame);
+	n->elem = NULL;
+	n->frame = NULL;
+	n->tap_fd = -1;
+}
