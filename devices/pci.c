@@ -444,7 +444,8 @@ int pci_bus_assign_resources(struct pci_bus *b)
 	/* Largest BARs first, each aligned to its size, so none is wasted on
 	 * alignment more than needed. */
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint64_t size = 1ULL << 31; size >= 4; size >>= 1) {
+		/* Every power of two a BAR may have (a 64-bit one may exceed 4 GiB). */
+		for (uint64_t size = 1ULL << 62; size >= 4; size >>= 1) {
 			for (unsigned s = 0; s < PCI_SLOTS; s++) {
 				struct pci_device *d = b->slots[s];
 				for (int i = 0; d && i < PCI_NUM_BARS; i++) {

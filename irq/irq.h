@@ -114,6 +114,7 @@ struct irq_msi_vector {
 	uint32_t gsi; /* irqfd delivery: its route, 0 = none yet */
 	int eventfd;
 	bool installed; /* route in KVM's table is (inst_addr, inst_data) */
+	bool route_refused; /* KVM refused it once: said so, now SIGNAL_MSI */
 	uint64_t inst_addr;
 	uint32_t inst_data;
 	struct irq_counters stats;

@@ -96,6 +96,16 @@ struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owne
 	return v;
 }
 
+/* Gives up on irqfd delivery for v: it falls back to KVM_SIGNAL_MSI and its
+ * route leaves the table at the next send. Lock held. */
+static void msi_uninstall(struct irq_msi_vector *v)
+{
+	if (v->eventfd >= 0)
+		close(v->eventfd);
+	v->eventfd = -1;
+	v->installed = false;
+}
+
 /* irqfd delivery: make sure KVM's route equals the vector's. Lock held. */
 static int msi_install(struct irq_msi_vector *v)
 {
@@ -103,23 +113,27 @@ static int msi_install(struct irq_msi_vector *v)
 	if (v->installed && v->inst_addr == v->addr && v->inst_data == v->data)
 		return 0; /* unchanged: no table update */
 	if (!v->gsi) {
-		if (r->next_gsi >= IRQ_MAX_ROUTES)
+		/* The table holds the 40 default entries too (irq_routes_build). */
+		const uint32_t defaults = 2 * IRQ_ISA_LINES + IRQ_INTX_PINS;
+		if (r->next_gsi - IRQ_MSI_FIRST_GSI + defaults >= IRQ_MAX_ROUTES)
 			return -ENOSPC;
+		v->gsi = r->next_gsi++;
+	}
+	bool first = v->eventfd < 0;
+	if (first) {
 		v->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (v->eventfd < 0)
 			return -errno;
-		v->gsi = r->next_gsi++;
 	}
-	bool first = !v->installed;
 	v->inst_addr = v->addr;
 	v->inst_data = v->data;
 	v->installed = true;
 	int ret = msi_send_routes(r);
-	if (ret < 0)
-		return ret;
 	/* Route first, then the irqfd that points at it. */
-	if (first && r->ops->irqfd_assign)
+	if (ret >= 0 && first && r->ops->irqfd_assign)
 		ret = r->ops->irqfd_assign(r->ctx, v->eventfd, v->gsi, -1);
+	if (ret < 0)
+		msi_uninstall(v);
 	return ret;
 }
 
@@ -161,10 +175,11 @@ void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data
 		int ret = msi_install(v);
 		if (ret < 0) {
 			atomic_fetch_add(&v->stats.errors, 1);
-			if (r->log)
+			if (r->log && !v->route_refused)
 				fprintf(r->log, "vmm: warning: %s: cannot install MSI route (%s); "
 						"using KVM_SIGNAL_MSI for it\n",
 					v->name, strerror(-ret));
+			v->route_refused = true;
 		}
 	}
 	if (!masked && v->pending) {

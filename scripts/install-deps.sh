@@ -8,6 +8,7 @@ packages=(
   check                                      # unit tests (libcheck)
   device-tree-compiler                       # dtc, to validate --dump-dtb output
   qemu-system-x86                            # side-by-side reference
+  fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests
 )
 missing=()

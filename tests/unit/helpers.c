@@ -1,11 +1,14 @@
 #include "helpers.h"
 
+#include <check.h>
 #include <elf.h>
 #include <errno.h>
 #include <lz4.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 void put16(uint8_t *p, uint16_t v)
@@ -296,4 +299,313 @@ struct char_sink char_rec_sink(struct char_rec *r)
 {
 	memset(r, 0, sizeof(*r));
 	return (struct char_sink){.write = char_rec_write, .ctx = r};
+}
+
+/* ---- full recording sink ---- */
+
+static struct sink_call *sink_rec_push(struct sink_rec *s, enum sink_kind kind)
+{
+	static struct sink_call spill;
+	struct sink_call *c = s->n < SINK_REC_MAX ? &s->calls[s->n++] : &spill;
+	memset(c, 0, sizeof(*c));
+	c->kind = kind;
+	c->fd = c->resample_fd = -1;
+	return c;
+}
+
+static int sink_rec_set_line(void *ctx, uint32_t gsi, int level)
+{
+	struct sink_rec *s = ctx;
+	struct sink_call *c = sink_rec_push(s, SINK_SET_LINE);
+	c->gsi = gsi;
+	c->level = level;
+	s->set_line_n++;
+	return 0;
+}
+
+static int sink_rec_signal_msi(void *ctx, uint64_t addr, uint32_t data)
+{
+	struct sink_rec *s = ctx;
+	struct sink_call *c = sink_rec_push(s, SINK_SIGNAL_MSI);
+	c->addr = addr;
+	c->data = data;
+	s->signal_msi_n++;
+	return s->signal_ret;
+}
+
+static int sink_rec_set_routes(void *ctx, const struct irq_route *routes, unsigned n)
+{
+	struct sink_rec *s = ctx;
+	struct sink_call *c = sink_rec_push(s, SINK_SET_ROUTES);
+	c->nroutes = n;
+	s->set_routes_n++;
+	s->last_nroutes = n <= IRQ_MAX_ROUTES ? n : IRQ_MAX_ROUTES;
+	memcpy(s->last_routes, routes, s->last_nroutes * sizeof(*routes));
+	return s->routes_ret;
+}
+
+static int sink_rec_irqfd_assign(void *ctx, int fd, uint32_t gsi, int resample_fd)
+{
+	struct sink_rec *s = ctx;
+	struct sink_call *c = sink_rec_push(s, SINK_IRQFD_ASSIGN);
+	c->fd = fd;
+	c->gsi = gsi;
+	c->resample_fd = resample_fd;
+	s->irqfd_n++;
+	return s->irqfd_ret;
+}
+
+const struct irq_sink_ops sink_rec_ops = {
+	.set_line = sink_rec_set_line,
+	.signal_msi = sink_rec_signal_msi,
+	.set_routes = sink_rec_set_routes,
+	.irqfd_assign = sink_rec_irqfd_assign,
+};
+
+void sink_rec_reset(struct sink_rec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->signal_ret = 1;
+}
+
+int sink_rec_find(const struct sink_rec *s, enum sink_kind kind, unsigned nth)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->calls[i].kind == kind && nth-- == 0)
+			return (int)i;
+	return -1;
+}
+
+unsigned sink_rec_lines(const struct sink_rec *s, uint32_t gsi, int level)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->calls[i].kind == SINK_SET_LINE && s->calls[i].gsi == gsi &&
+		    (level < 0 || s->calls[i].level == level))
+			n++;
+	return n;
+}
+
+const struct irq_route *sink_rec_route(const struct sink_rec *s, uint32_t gsi,
+				       enum irq_route_type type)
+{
+	for (unsigned i = 0; i < s->last_nroutes; i++)
+		if (s->last_routes[i].gsi == gsi && s->last_routes[i].type == type)
+			return &s->last_routes[i];
+	return NULL;
+}
+
+/* ---- PCI rig ---- */
+
+void pci_rig_init(struct pci_rig *r, enum irq_msi_delivery msi, enum irq_intx_delivery intx)
+{
+	memset(r, 0, sizeof(*r));
+	fake_ram_init(&r->ram, RIG_RAM_SIZE);
+	r->logf = open_memstream(&r->logbuf, &r->loglen);
+	ck_assert_ptr_nonnull(r->logf);
+	log_init(&r->log, LOG_WARN, r->logf);
+	bus_init(&r->pio, "pio", &r->log);
+	bus_init(&r->mmio, "mmio", &r->log);
+	sink_rec_reset(&r->sink);
+	irq_router_init(&r->irq, &sink_rec_ops, &r->sink);
+	r->irq.msi_mode = msi;
+	r->irq.intx_mode = intx;
+	r->irq.log = r->logf;
+	int ret = pci_bus_init(&r->pci, &r->pio, &r->mmio, &r->ram.m, &r->irq, &r->log);
+	ck_assert_int_eq(ret, 0);
+}
+
+struct pci_testdev *pci_rig_add(struct pci_rig *r, uint8_t slot, unsigned nvectors)
+{
+	ck_assert_uint_lt(r->ndev, RIG_MAX_DEVS);
+	struct pci_testdev *t = &r->dev[r->ndev];
+	char name[16];
+	snprintf(name, sizeof(name), "testdev%u", r->ndev);
+	ck_assert_int_eq(pci_testdev_init(t, name, &r->irq, nvectors, false), 0);
+	ck_assert_int_eq(pci_bus_add_device(&r->pci, &t->pci, slot, 1), 0);
+	r->ndev++;
+	return t;
+}
+
+void pci_rig_free(struct pci_rig *r)
+{
+	for (unsigned i = 0; i < r->ndev; i++)
+		pci_testdev_destroy(&r->dev[i]);
+	irq_router_destroy(&r->irq);
+	bus_destroy(&r->pio);
+	bus_destroy(&r->mmio);
+	if (r->logf)
+		fclose(r->logf);
+	free(r->logbuf);
+	r->logf = NULL;
+	r->logbuf = NULL;
+	fake_ram_free(&r->ram);
+}
+
+const char *pci_rig_log(struct pci_rig *r)
+{
+	fflush(r->logf);
+	return r->logbuf ? r->logbuf : "";
+}
+
+uint32_t pio_in(struct pci_rig *r, uint16_t port, unsigned len)
+{
+	uint8_t b[4] = {0};
+	bus_read(&r->pio, port, b, len);
+	return len == 1 ? b[0] : len == 2 ? get16(b) : get32(b);
+}
+
+void pio_out(struct pci_rig *r, uint16_t port, unsigned len, uint32_t v)
+{
+	uint8_t b[4];
+	put32(b, v);
+	bus_write(&r->pio, port, b, len);
+}
+
+uint32_t mmio_rd32(struct pci_rig *r, uint64_t addr)
+{
+	uint8_t b[4] = {0};
+	bus_read(&r->mmio, addr, b, 4);
+	return get32(b);
+}
+
+void mmio_wr32(struct pci_rig *r, uint64_t addr, uint32_t v)
+{
+	uint8_t b[4];
+	put32(b, v);
+	bus_write(&r->mmio, addr, b, 4);
+}
+
+uint64_t mmio_rd64(struct pci_rig *r, uint64_t addr)
+{
+	uint8_t b[8] = {0};
+	bus_read(&r->mmio, addr, b, 8);
+	return get64(b);
+}
+
+void mmio_wr64(struct pci_rig *r, uint64_t addr, uint64_t v)
+{
+	uint8_t b[8];
+	put64(b, v);
+	bus_write(&r->mmio, addr, b, 8);
+}
+
+uint32_t conf1_address(uint8_t bus, uint8_t dev, uint8_t fn, unsigned reg)
+{
+	return 0x80000000u | (uint32_t)bus << 16 | (uint32_t)(dev & 31) << 11 |
+	       (uint32_t)(fn & 7) << 8 | (reg & 0xFC);
+}
+
+uint32_t conf1_read(struct pci_rig *r, uint8_t bus, uint8_t dev, uint8_t fn, unsigned reg,
+		    unsigned len)
+{
+	pio_out(r, 0xCF8, 4, conf1_address(bus, dev, fn, reg));
+	return pio_in(r, (uint16_t)(0xCFC + (reg & 3)), len);
+}
+
+void conf1_write(struct pci_rig *r, uint8_t bus, uint8_t dev, uint8_t fn, unsigned reg,
+		 unsigned len, uint32_t v)
+{
+	pio_out(r, 0xCF8, 4, conf1_address(bus, dev, fn, reg));
+	pio_out(r, (uint16_t)(0xCFC + (reg & 3)), len, v);
+}
+
+uint32_t cfg_rd(struct pci_rig *r, uint8_t slot, unsigned off, unsigned len)
+{
+	return pci_config_read(&r->pci, 0, (uint8_t)(slot << 3), off, len);
+}
+
+void cfg_wr(struct pci_rig *r, uint8_t slot, unsigned off, unsigned len, uint32_t v)
+{
+	pci_config_write(&r->pci, 0, (uint8_t)(slot << 3), off, len, v);
+}
+
+uint64_t rig_bar_addr(struct pci_rig *r, uint8_t slot, int bar)
+{
+	uint32_t lo = cfg_rd(r, slot, 0x10 + 4 * (unsigned)bar, 4);
+	uint64_t a = lo & ~0xFu;
+	if ((lo & 0x7) == 0x4) /* 64-bit memory BAR */
+		a |= (uint64_t)cfg_rd(r, slot, 0x14 + 4 * (unsigned)bar, 4) << 32;
+	return a;
+}
+
+uint64_t rig_bar_size(struct pci_rig *r, uint8_t slot, int bar)
+{
+	unsigned off = 0x10 + 4 * (unsigned)bar;
+	uint32_t old = cfg_rd(r, slot, off, 4);
+	cfg_wr(r, slot, off, 4, 0xFFFFFFFFu);
+	uint32_t v = cfg_rd(r, slot, off, 4);
+	cfg_wr(r, slot, off, 4, old);
+	if (v == 0)
+		return 0;
+	uint32_t mask = (old & 1) ? ~0x3u : ~0xFu;
+	return (uint64_t)(uint32_t)(~(v & mask) + 1u);
+}
+
+uint64_t eventfd_take(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	uint64_t v = 0;
+	if (fd < 0 || poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+		return 0;
+	if (read(fd, &v, sizeof(v)) != sizeof(v))
+		return 0;
+	return v;
+}
+
+/* ---- a test device through its driver's eyes ---- */
+
+void tdev_view_init(struct tdev_view *v, struct pci_rig *r, struct pci_testdev *t, uint8_t slot)
+{
+	v->rig = r;
+	v->t = t;
+	v->slot = slot;
+	v->cap = (uint8_t)cfg_rd(r, slot, PCI_CAP_PTR, 1);
+	v->bar0 = rig_bar_addr(r, slot, 0);
+	v->bar1 = rig_bar_addr(r, slot, 1);
+}
+
+void tdev_msix_ctrl(const struct tdev_view *v, uint16_t set, uint16_t clear)
+{
+	uint16_t c = (uint16_t)conf1_read(v->rig, 0, v->slot, 0, v->cap + 2u, 2);
+	conf1_write(v->rig, 0, v->slot, 0, v->cap + 2u, 2, (uint16_t)((c | set) & ~clear));
+}
+
+uint64_t tdev_entry(const struct tdev_view *v, unsigned n)
+{
+	return v->bar1 + (cfg_rd(v->rig, v->slot, v->cap + 4u, 4) & ~7u) + (uint64_t)n * 16;
+}
+
+uint64_t tdev_pba(const struct tdev_view *v)
+{
+	return v->bar1 + (cfg_rd(v->rig, v->slot, v->cap + 8u, 4) & ~7u);
+}
+
+bool tdev_pba_bit(const struct tdev_view *v, unsigned n)
+{
+	return (mmio_rd64(v->rig, tdev_pba(v) + (n / 64) * 8) >> (n % 64)) & 1;
+}
+
+void tdev_program(const struct tdev_view *v, unsigned n, uint64_t addr, uint32_t data, bool masked)
+{
+	uint64_t e = tdev_entry(v, n);
+	mmio_wr32(v->rig, e + MSIX_E_ADDR_LO, (uint32_t)addr);
+	mmio_wr32(v->rig, e + MSIX_E_ADDR_HI, (uint32_t)(addr >> 32));
+	mmio_wr32(v->rig, e + MSIX_E_DATA, data);
+	mmio_wr32(v->rig, e + MSIX_E_CTRL, masked ? 1 : 0);
+}
+
+void tdev_mask(const struct tdev_view *v, unsigned n, bool masked)
+{
+	mmio_wr32(v->rig, tdev_entry(v, n) + MSIX_E_CTRL, masked ? 1 : 0);
+}
+
+void tdev_ring(const struct tdev_view *v, uint32_t n)
+{
+	mmio_wr32(v->rig, v->bar0 + TESTDEV_REG_DOORBELL, n);
+}
+
+uint32_t tdev_reg(const struct tdev_view *v, unsigned reg)
+{
+	return mmio_rd32(v->rig, v->bar0 + reg);
 }

@@ -6,8 +6,11 @@
 #ifndef TESTS_UNIT_HELPERS_H
 #define TESTS_UNIT_HELPERS_H
 
+#include "devices/pci_testdev.h"
 #include "irq/irq.h"
+#include "vmm/bus.h"
 #include "vmm/guest_mem.h"
+#include "vmm/log.h"
 #include "vmm/machine_ctl.h"
 
 #include <stdbool.h>
@@ -145,5 +148,111 @@ struct char_rec {
 	size_t n;
 };
 struct char_sink char_rec_sink(struct char_rec *r);
+
+/* Full recording interrupt sink: every call, in order, with counts; the
+ * last routing table sent is kept whole. signal_msi returns `signal_ret`
+ * (1 = delivered, unless a test changes it). */
+enum sink_kind { SINK_SET_LINE = 1, SINK_SIGNAL_MSI, SINK_SET_ROUTES, SINK_IRQFD_ASSIGN };
+struct sink_call {
+	enum sink_kind kind;
+	uint32_t gsi;        /* SET_LINE, IRQFD_ASSIGN */
+	int level;           /* SET_LINE */
+	uint64_t addr;       /* SIGNAL_MSI */
+	uint32_t data;       /* SIGNAL_MSI */
+	int fd, resample_fd; /* IRQFD_ASSIGN */
+	unsigned nroutes;    /* SET_ROUTES */
+};
+#define SINK_REC_MAX 16384
+struct sink_rec {
+	struct sink_call calls[SINK_REC_MAX];
+	unsigned n; /* recorded calls (at most SINK_REC_MAX) */
+	unsigned set_line_n, signal_msi_n, set_routes_n, irqfd_n;
+	struct irq_route last_routes[IRQ_MAX_ROUTES];
+	unsigned last_nroutes;
+	int signal_ret; /* returned by signal_msi (1: delivered) */
+	int routes_ret; /* returned by set_routes (0) */
+	int irqfd_ret;  /* returned by irqfd_assign (0) */
+};
+extern const struct irq_sink_ops sink_rec_ops;
+void sink_rec_reset(struct sink_rec *s);
+/* Index in calls[] of the nth (0-based) call of `kind`, or -1. */
+int sink_rec_find(const struct sink_rec *s, enum sink_kind kind, unsigned nth);
+/* set_line calls for gsi (with `level`, or any level when level < 0). */
+unsigned sink_rec_lines(const struct sink_rec *s, uint32_t gsi, int level);
+/* The route for `gsi` of `type` in the last table sent, or NULL. */
+const struct irq_route *sink_rec_route(const struct sink_rec *s, uint32_t gsi,
+				       enum irq_route_type type);
+
+/* A PCI machine without KVM: fake RAM, pio/mmio buses, the door over a
+ * sink_rec, bus 0 with the host bridge, and room for test devices. The
+ * log goes to a memory stream (warnings and up). */
+#define RIG_RAM_SIZE (64 * MiB)
+#define RIG_MAX_DEVS 8
+struct pci_rig {
+	struct fake_ram ram;
+	struct bus pio, mmio;
+	struct log log;
+	FILE *logf;
+	char *logbuf;
+	size_t loglen;
+	struct sink_rec sink;
+	struct irq_router irq;
+	struct pci_bus pci;
+	struct pci_testdev dev[RIG_MAX_DEVS];
+	unsigned ndev;
+};
+/* Fails the test (ck_abort) when the bus cannot be set up. */
+void pci_rig_init(struct pci_rig *r, enum irq_msi_delivery msi, enum irq_intx_delivery intx);
+/* A testdev named "testdev<i>" in `slot` on INTA#; aborts the test on failure. */
+struct pci_testdev *pci_rig_add(struct pci_rig *r, uint8_t slot, unsigned nvectors);
+void pci_rig_free(struct pci_rig *r);
+/* What the log received so far (NUL-terminated). */
+const char *pci_rig_log(struct pci_rig *r);
+
+/* Guest-style accesses. */
+uint32_t pio_in(struct pci_rig *r, uint16_t port, unsigned len);
+void pio_out(struct pci_rig *r, uint16_t port, unsigned len, uint32_t v);
+uint32_t mmio_rd32(struct pci_rig *r, uint64_t addr);
+void mmio_wr32(struct pci_rig *r, uint64_t addr, uint32_t v);
+uint64_t mmio_rd64(struct pci_rig *r, uint64_t addr);
+void mmio_wr64(struct pci_rig *r, uint64_t addr, uint64_t v);
+/* conf1 (PCI 3.0 3.2.2.3.2): CONFIG_ADDRESS with the enable bit. */
+uint32_t conf1_address(uint8_t bus, uint8_t dev, uint8_t fn, unsigned reg);
+/* dword to 0xCF8, then a len-byte access at 0xCFC + (reg & 3). */
+uint32_t conf1_read(struct pci_rig *r, uint8_t bus, uint8_t dev, uint8_t fn, unsigned reg,
+		    unsigned len);
+void conf1_write(struct pci_rig *r, uint8_t bus, uint8_t dev, uint8_t fn, unsigned reg,
+		 unsigned len, uint32_t v);
+/* Config access to bus 0, function 0 of `slot` through pci_config_*. */
+uint32_t cfg_rd(struct pci_rig *r, uint8_t slot, unsigned off, unsigned len);
+void cfg_wr(struct pci_rig *r, uint8_t slot, unsigned off, unsigned len, uint32_t v);
+/* A memory BAR's address as config space says (type bits cleared). */
+uint64_t rig_bar_addr(struct pci_rig *r, uint8_t slot, int bar);
+/* A BAR's size by the guest's sizing dance (save, all-ones, read, restore). */
+uint64_t rig_bar_size(struct pci_rig *r, uint8_t slot, int bar);
+/* Counts of an eventfd: read() result, 0 when nothing is there (EAGAIN). */
+uint64_t eventfd_take(int fd);
+
+/* A test device as its guest driver sees it: MSI-X capability and BARs. */
+struct tdev_view {
+	struct pci_rig *rig;
+	struct pci_testdev *t;
+	uint8_t slot, cap;
+	uint64_t bar0, bar1;
+};
+enum { MSIX_E_ADDR_LO = 0, MSIX_E_ADDR_HI = 4, MSIX_E_DATA = 8, MSIX_E_CTRL = 12 };
+#define MSI_ADDR(dest) (0xFEE00000ULL | ((uint64_t)(dest) << 12))
+#define MSI_DATA(n)    (0x40u + (n))
+void tdev_view_init(struct tdev_view *v, struct pci_rig *r, struct pci_testdev *t, uint8_t slot);
+/* Read-modify-write of Message Control through conf1 (bits 15:14). */
+void tdev_msix_ctrl(const struct tdev_view *v, uint16_t set, uint16_t clear);
+uint64_t tdev_entry(const struct tdev_view *v, unsigned n);
+uint64_t tdev_pba(const struct tdev_view *v);
+bool tdev_pba_bit(const struct tdev_view *v, unsigned n);
+/* Four dword writes: address low, high, data, vector control. */
+void tdev_program(const struct tdev_view *v, unsigned n, uint64_t addr, uint32_t data, bool masked);
+void tdev_mask(const struct tdev_view *v, unsigned n, bool masked);
+void tdev_ring(const struct tdev_view *v, uint32_t n);
+uint32_t tdev_reg(const struct tdev_view *v, unsigned reg);
 
 #endif
