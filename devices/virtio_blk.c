@@ -55,9 +55,25 @@ static unsigned iov_slice(const struct iovec *src, unsigned n, uint64_t skip, ui
 	return out;
 }
 
+#define DIRECT_ALIGN 4096u /* safe for any logical block size up to 4 KiB */
+
+static bool iov_aligned(const struct iovec *iov, unsigned n, uintptr_t a)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (((uintptr_t)iov[i].iov_base | iov[i].iov_len) & (a - 1))
+			return false;
+	return true;
+}
+
 static void blk_finish(struct virtio_blk *b, struct virtio_blk_req *r, uint8_t status)
 {
 	struct virtq *q = &b->vdev.vqs[0];
+	if (r->bounce) {
+		if (status == VIRTIO_BLK_S_OK && r->type == VIRTIO_BLK_T_IN)
+			buf_to_iov(r->iov, r->niov, 0, r->bounce, r->expect);
+		free(r->bounce);
+		r->bounce = NULL;
+	}
 	*r->status = status;
 	if (status == VIRTIO_BLK_S_IOERR)
 		atomic_fetch_add(&b->stats.ioerrs, 1);
@@ -106,16 +122,28 @@ static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
 		r->expect = (uint32_t)len;
 		if (h.type == VIRTIO_BLK_T_IN)
 			r->used_len = (uint32_t)len + 1;
+		const struct iovec *iov = r->iov;
+		unsigned niov = r->niov;
+		if (b->direct && len && !iov_aligned(r->iov, r->niov, SECTOR)) {
+			if (posix_memalign(&r->bounce, DIRECT_ALIGN, len))
+				goto ioerr;
+			if (h.type == VIRTIO_BLK_T_OUT)
+				iov_to_buf(r->iov, r->niov, 0, r->bounce, len);
+			r->bounce_iov = (struct iovec){r->bounce, len};
+			iov = &r->bounce_iov;
+			niov = 1;
+			atomic_fetch_add(&b->stats.bounced, 1);
+		}
 		sqe = io_uring_get_sqe(&b->ring);
 		if (!sqe)
 			goto ioerr;
 		if (len == 0) {
 			io_uring_prep_nop(sqe);
 		} else if (h.type == VIRTIO_BLK_T_IN) {
-			io_uring_prep_readv(sqe, b->fd, r->iov, r->niov, h.sector * SECTOR);
+			io_uring_prep_readv(sqe, b->fd, iov, niov, h.sector * SECTOR);
 			atomic_fetch_add(&b->stats.reads, 1);
 		} else {
-			io_uring_prep_writev(sqe, b->fd, r->iov, r->niov, h.sector * SECTOR);
+			io_uring_prep_writev(sqe, b->fd, iov, niov, h.sector * SECTOR);
 			atomic_fetch_add(&b->stats.writes, 1);
 		}
 		break;
@@ -186,6 +214,8 @@ static void blk_reap(struct virtio_blk *b, bool deliver)
 			continue;
 		struct virtio_blk_req *r = &b->reqs[head];
 		if (!deliver) {
+			free(r->bounce);
+			r->bounce = NULL;
 			r->in_use = false;
 			continue;
 		}

@@ -26,10 +26,14 @@ struct virtio_blk_req {
 	uint32_t used_len;   /* bytes written into the guest's buffers */
 	unsigned niov;
 	struct iovec iov[VIRTQ_MAX_IOV];
+	/* O_DIRECT needs aligned buffers; a guest need not give them
+	 * (virtio sets no alignment), so such requests go through this. */
+	void *bounce;
+	struct iovec bounce_iov;
 };
 
 struct virtio_blk_stats {
-	atomic_uint_fast64_t reads, writes, flushes, get_ids, ioerrs, unsupported, bytes;
+	atomic_uint_fast64_t reads, writes, flushes, get_ids, ioerrs, unsupported, bytes, bounced;
 };
 
 struct virtio_blk {

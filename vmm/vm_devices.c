@@ -185,9 +185,9 @@ void vm_print_pci_stats(struct vm *vm, FILE *out)
 	for (unsigned i = 0; i < vm->nblks; i++) {
 		struct virtio_blk_stats *s = &vm->blks[i]->stats;
 		fprintf(out, "vmm: stats: virtio-blk%u %s: reads %llu writes %llu flushes %llu get-id %llu "
-			     "ioerr %llu unsupported %llu bytes %llu\n",
+			     "ioerr %llu unsupported %llu bytes %llu bounced %llu\n",
 			i, vm->blks[i]->path, C(s->reads), C(s->writes), C(s->flushes), C(s->get_ids),
-			C(s->ioerrs), C(s->unsupported), C(s->bytes));
+			C(s->ioerrs), C(s->unsupported), C(s->bytes), C(s->bounced));
 	}
 	for (unsigned i = 0; i < vm->nrngs; i++)
 		fprintf(out, "vmm: stats: virtio-rng%u: bytes %llu\n", i, C(vm->rngs[i]->bytes));

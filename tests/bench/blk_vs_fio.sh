@@ -1,0 +1,141 @@
+#!/bin/bash
+# 4 KiB random reads at queue depth 32, O_DIRECT, on one 512 MiB file of
+# real data: fio (io_uring) against the virtio-blk device model driven by
+# blk_bench, alternately, ROUNDS rounds each, then a table of IOPS, the
+# ratio model/fio per round and the median ratio.
+#
+#   blk_vs_fio.sh [--bench BLK_BENCH] [--seconds S] [--rounds N] [FILE]
+#
+# FILE: the 512 MiB test file. Created (fallocate, filled from /dev/urandom,
+# fdatasync) if missing and kept; reused if it is already exactly 512 MiB.
+# If FILE is a directory the file is blk_bench_512m.img inside it. Without
+# FILE it is created in a temporary directory under ${TMPDIR:-/var/tmp}
+# (which must not be tmpfs on kernels without O_DIRECT there) and removed at
+# exit. S defaults to 5 (or $BENCH_SECONDS), N to 3. BLK_BENCH defaults to
+# build/tests/bench/blk_bench next to this source tree.
+# Exit 0 on success, 1 on any failure, 77 (skip) if fio is not installed.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+bench=$here/../../build/tests/bench/blk_bench
+secs=${BENCH_SECONDS:-5}
+rounds=3
+file=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bench) bench=$2; shift 2 ;;
+	--seconds) secs=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "blk_vs_fio: unknown option $1" >&2; exit 1 ;;
+	*) file=$1; shift ;;
+	esac
+done
+size=$((512 * 1024 * 1024))
+
+if ! command -v fio >/dev/null; then
+	echo "blk_vs_fio: fio not found (scripts/install-deps.sh installs package fio); skipping" >&2
+	exit 77
+fi
+command -v python3 >/dev/null || { echo "blk_vs_fio: python3 not found" >&2; exit 1; }
+[ -x "$bench" ] || { echo "blk_vs_fio: $bench is not an executable (build it: ninja -C build)" >&2; exit 1; }
+
+tmp=
+cleanup() { [ -n "$tmp" ] && rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+if [ -z "$file" ]; then
+	tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/blk_vs_fio.XXXXXX")
+	file=$tmp/blk_bench_512m.img
+elif [ -d "$file" ]; then
+	file=${file%/}/blk_bench_512m.img
+fi
+
+if [ -e "$file" ]; then
+	have=$(stat -c %s "$file")
+	if [ ! -f "$file" ] || [ "$have" -ne "$size" ]; then
+		echo "blk_vs_fio: $file exists but is not a 512 MiB regular file; not touching it" >&2
+		exit 1
+	fi
+	echo "test file: $file (reused)"
+else
+	echo "test file: $file (creating 512 MiB from /dev/urandom)"
+	fallocate -l "$size" "$file" 2>/dev/null || true
+	dd if=/dev/urandom of="$file" bs=1M count=512 conv=notrunc,fdatasync status=none
+fi
+alloc=$(( $(stat -c '%b * %B' "$file") ))
+if [ "$alloc" -lt "$size" ]; then
+	echo "blk_vs_fio: $file is sparse ($alloc of $size bytes allocated)" >&2
+	exit 1
+fi
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/blk_vs_fio_out.XXXXXX")
+trap 'cleanup; rm -rf "$out"' EXIT
+
+for r in $(seq 1 "$rounds"); do
+	if ! fio --name=randread --filename="$file" --direct=1 --ioengine=io_uring --iodepth=32 \
+		--bs=4k --rw=randread --runtime="$secs" --time_based --readonly \
+		--output-format=json >"$out/fio.$r.json" 2>"$out/fio.$r.err"; then
+		echo "blk_vs_fio: fio failed in round $r:" >&2
+		cat "$out/fio.$r.err" "$out/fio.$r.json" >&2
+		exit 1
+	fi
+	if ! "$bench" "$file" "$secs" >"$out/model.$r.json" 2>"$out/model.$r.err"; then
+		echo "blk_vs_fio: blk_bench failed in round $r:" >&2
+		cat "$out/model.$r.err" "$out/model.$r.json" >&2
+		exit 1
+	fi
+	echo "round $r done: fio $(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); print(round(json.loads(t[t.index("{"):])["jobs"][0]["read"]["iops"]))' "$out/fio.$r.json") IOPS, model $(sed -n 's/.*"iops":\([0-9]*\).*/\1/p' "$out/model.$r.json") IOPS"
+done
+
+pvm=no
+[ -d /sys/module/kvm_pvm ] && pvm=yes
+dev=$(df --output=source "$file" | tail -1)
+sched=
+blkname=$(basename "$(readlink -f "$dev")" 2>/dev/null || true)
+if [ -n "$blkname" ] && [ -e "/sys/class/block/$blkname" ]; then
+	base=$blkname
+	[ -e "/sys/class/block/$blkname/partition" ] && base=$(basename "$(readlink -f "/sys/class/block/$blkname/..")")
+	[ -r "/sys/block/$base/queue/scheduler" ] && sched=$(cat "/sys/block/$base/queue/scheduler")
+fi
+
+python3 - "$out" "$rounds" "$secs" <<'PY'
+import json, statistics, sys
+out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def load(p):
+    t = open(p).read()
+    return json.loads(t[t.index("{"):])
+rows = []
+for r in range(1, rounds + 1):
+    job = load(f"{out}/fio.{r}.json")["jobs"][0]
+    if job.get("error"):
+        sys.exit(f"fio round {r} reported error {job['error']}")
+    rd = job["read"]
+    pct = rd["clat_ns"].get("percentile", {})
+    m = load(f"{out}/model.{r}.json")
+    rows.append((r, rd["iops"], m["iops"], pct.get("50.000000", 0) / 1e3,
+                 pct.get("99.000000", 0) / 1e3, m["p50_us"], m["p99_us"]))
+print()
+print(f"4 KiB random read, QD32, O_DIRECT, {secs} s per run, rounds alternate fio -> model")
+print(f"{'round':>5} {'fio IOPS':>10} {'model IOPS':>11} {'model/fio':>10}"
+      f"   {'fio p50/p99 us':>16} {'model p50/p99 us':>18}")
+for r, f, m, fp50, fp99, mp50, mp99 in rows:
+    print(f"{r:>5} {f:>10.0f} {m:>11.0f} {m / f:>10.3f}   {fp50:>7.1f}/{fp99:<8.1f} {mp50:>9.1f}/{mp99:<8.1f}")
+ratios = [m / f for _, f, m, *_ in rows]
+print(f"median ratio model/fio: {statistics.median(ratios):.3f}"
+      f"  (fio median {statistics.median(x[1] for x in rows):.0f} IOPS,"
+      f" model median {statistics.median(x[2] for x in rows):.0f} IOPS)")
+PY
+
+echo
+echo "host: kernel $(uname -r), nproc $(nproc), cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(fio --version)"
+if [ "$pvm" = yes ]; then
+	echo "host: /sys/module/kvm_pvm exists: this machine runs nested KVM (PVM), i.e. it is itself a guest;"
+	echo "      its disk is the outer hypervisor's virtual device, so absolute IOPS say little about bare metal"
+else
+	echo "host: /sys/module/kvm_pvm absent"
+fi
+echo "file: $file"
+df -T "$file" | sed 's/^/  /'
+[ -n "$sched" ] && echo "  io scheduler of ${base}: $sched"
+exit 0
