@@ -194,8 +194,8 @@ void irq_msi_fire(struct irq_msi_vector *v)
 	struct irq_router *r = v->router;
 	pthread_mutex_lock(&r->lock);
 	if (v->masked) {
-		if (!v->pending)
-			atomic_fetch_add(&v->stats.pended, 1);
+		/* Every masked fire counts; the PBA holds one bit however many. */
+		atomic_fetch_add(&v->stats.pended, 1);
 		v->pending = true;
 	} else {
 		msi_deliver(v);

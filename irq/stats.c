@@ -32,6 +32,7 @@ void irq_print_stats(struct irq_router *r, FILE *out)
 		fprintf(out, "vmm: stats: MSI %-24s delivered %llu pended %llu coalesced %llu "
 			     "errors %llu%s\n",
 			v->name, C(v->stats.asserts), C(v->stats.pended), C(v->stats.coalesced),
-			C(v->stats.errors), v->gsi ? "" : " (no route)");
+			C(v->stats.errors),
+			r->msi_mode == IRQ_MSI_IRQFD && !v->installed ? " (no route: KVM_SIGNAL_MSI)" : "");
 	}
 }

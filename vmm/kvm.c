@@ -139,6 +139,17 @@ int kvm_create_vm(struct kvm *k, struct guest_mem *m, struct err *e)
 	return 0;
 }
 
+int kvm_set_ioapic_id(struct kvm *k, uint8_t id, struct err *e)
+{
+	struct kvm_irqchip chip = {.chip_id = KVM_IRQCHIP_IOAPIC};
+	if (ioctl(k->vm_fd, KVM_GET_IRQCHIP, &chip) < 0)
+		return err_set(e, EXIT_HOST, "KVM_GET_IRQCHIP (IOAPIC) failed: %s", strerror(errno));
+	chip.chip.ioapic.id = id;
+	if (ioctl(k->vm_fd, KVM_SET_IRQCHIP, &chip) < 0)
+		return err_set(e, EXIT_HOST, "KVM_SET_IRQCHIP (IOAPIC) failed: %s", strerror(errno));
+	return 0;
+}
+
 void kvm_close(struct kvm *k)
 {
 	if (k->vm_fd >= 0)

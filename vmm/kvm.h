@@ -24,6 +24,8 @@ struct kvm {
 int kvm_open(struct kvm *k, const char *path, struct err *e);
 /* Creates the VM with in-kernel irqchip and PIT, and maps guest RAM. */
 int kvm_create_vm(struct kvm *k, struct guest_mem *m, struct err *e);
+/* Sets the in-kernel IOAPIC's ID register (what the MP table says). */
+int kvm_set_ioapic_id(struct kvm *k, uint8_t id, struct err *e);
 void kvm_close(struct kvm *k);
 /* One line describing the host for diagnostics and benchmark output. */
 const char *kvm_host_kind(const struct kvm *k);

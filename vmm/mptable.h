@@ -32,10 +32,15 @@ struct mp_config {
 
 /* Builds the table at LAYOUT_MPTABLE; returns its size, or -1. */
 int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e);
-/* The IOAPIC's MP ID (after the processors). */
+/* The IOAPIC's ID (after the processors' APIC IDs): the IOAPIC's own ID
+ * register holds 4 bits, and the MP table must name the same ID (4.3.3). */
+static inline uint8_t mptable_ioapic_id_for(unsigned ncpus)
+{
+	return (uint8_t)(ncpus < 15 ? ncpus : 15);
+}
 static inline uint8_t mptable_ioapic_id(const struct mp_config *c)
 {
-	return (uint8_t)c->ncpus;
+	return mptable_ioapic_id_for(c->ncpus);
 }
 
 #endif

@@ -344,7 +344,8 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		return err_set(e, EXIT_USAGE, "--cpus %u: KVM on this host allows at most %d vCPUs",
 			       o->cpus, vm->kvm.max_vcpus);
 	vm->nvcpus = o->cpus;
-	if (kvm_create_vm(&vm->kvm, &vm->mem, e))
+	if (kvm_create_vm(&vm->kvm, &vm->mem, e) ||
+	    kvm_set_ioapic_id(&vm->kvm, mptable_ioapic_id_for(vm->nvcpus), e))
 		return -1;
 	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
 	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink);

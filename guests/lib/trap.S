@@ -81,7 +81,21 @@ guest_trap_common:
  */
 	.globl run_user
 run_user:
-	pushq	%rbx
+	movl	$USER_RFLAGS, %r11d
+	jmp	1f
+
+/*
+ * uint64_t run_user_irq(uint64_t (*fn)(void *), void *arg)
+ *
+ * The same with RFLAGS.IF set at CPL 3, so interrupts are taken there (on
+ * TSS.rsp0, by the handlers trap_set_handler installed) as under an OS;
+ * the way back through the #BP interrupt gate clears IF again, so the
+ * caller resumes at CPL 0 with interrupts off.
+ */
+	.globl run_user_irq
+run_user_irq:
+	movl	$USER_RFLAGS_IRQ, %r11d
+1:	pushq	%rbx
 	pushq	%rbp
 	pushq	%r12
 	pushq	%r13
@@ -91,7 +105,7 @@ run_user:
 	pushq	$USER_DS
 	leaq	guest_user_stack_top(%rip), %rax
 	pushq	%rax
-	pushq	$USER_RFLAGS
+	pushq	%r11
 	pushq	$USER_CS
 	leaq	guest_user_trampoline(%rip), %rax
 	pushq	%rax

@@ -15,6 +15,8 @@
 /* RFLAGS for CPL-3 code: IOPL 3 so port I/O works there, IF clear, and the
  * always-one bit 1 (Intel SDM vol. 1, 3.4.3). */
 #define USER_RFLAGS 0x3002
+/* The same with IF (bit 9) set, for run_user_irq(). */
+#define USER_RFLAGS_IRQ (USER_RFLAGS | 0x200)
 
 /* CR4 bits the kit clears: every page is user-accessible, so SMEP would stop
  * CPL 0 from running kit code and SMAP would stop it from touching data. */

@@ -43,6 +43,12 @@ __attribute__((noreturn)) void guest_reset(void);
  * CPL 3 gets IOPL 0 whatever the guest asks (hence the bitmap), and pushf
  * there reads IF=1, so the kit also masks the PIC. */
 uint64_t run_user(uint64_t (*fn)(void *arg), void *arg);
+/* run_user() with RFLAGS.IF set at CPL 3: interrupts are taken while fn
+ * runs, by the handlers set with trap_set_handler() (at CPL 0, on the
+ * kit's trap stack), as an OS takes them while user code runs. CPL 3 can
+ * hold them off through the LAPIC TPR (apic.h), which is memory-mapped and
+ * so reachable there. Returns with interrupts off again. */
+uint64_t run_user_irq(uint64_t (*fn)(void *arg), void *arg);
 
 /* Trap handling. The frame the vector stubs build; a handler may change it
  * (e.g. rip) before the iretq. */
