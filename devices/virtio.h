@@ -54,6 +54,7 @@ struct virtio_dev {
 	struct virtio_transport *transport;
 	struct virtq vqs[VIRTIO_MAX_QUEUES];
 	uint64_t features; /* negotiated */
+	uint64_t extra_features; /* offered on top of ops->features (e.g. RO) */
 	void *priv;
 };
 

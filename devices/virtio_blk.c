@@ -256,26 +256,12 @@ static void blk_reset(struct virtio_dev *d)
 		b->reqs[i].in_use = false;
 }
 
-static const struct virtio_dev_ops blk_ops_rw = {
+static const struct virtio_dev_ops blk_ops = {
 	.name = "virtio-blk",
 	.type = 2,
 	.pci_class = 0x018000,
 	.features = VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) |
 		    VBLK_F(VIRTIO_BLK_F_FLUSH),
-	.num_queues = 1,
-	.queue_max = VIRTIO_BLK_QUEUE_MAX,
-	.config_size = sizeof(struct virtio_blk_config),
-	.config_read = blk_config_read,
-	.queue_notify = blk_notify,
-	.reset = blk_reset,
-};
-
-static const struct virtio_dev_ops blk_ops_ro = {
-	.name = "virtio-blk",
-	.type = 2,
-	.pci_class = 0x018000,
-	.features = VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) |
-		    VBLK_F(VIRTIO_BLK_F_FLUSH) | VBLK_F(VIRTIO_BLK_F_RO),
 	.num_queues = 1,
 	.queue_max = VIRTIO_BLK_QUEUE_MAX,
 	.config_size = sizeof(struct virtio_blk_config),
@@ -310,7 +296,8 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 	/* GET_ID: the file's device and inode, stable across runs. */
 	snprintf(b->id, sizeof(b->id), "vmm-%llx-%llx", (unsigned long long)st.st_dev,
 		 (unsigned long long)st.st_ino);
-	b->vdev.ops = readonly ? &blk_ops_ro : &blk_ops_rw;
+	b->vdev.ops = &blk_ops;
+	b->vdev.extra_features = readonly ? VBLK_F(VIRTIO_BLK_F_RO) : 0;
 	b->vdev.priv = b;
 	b->elem = malloc(sizeof(*b->elem));
 	b->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*b->reqs));

@@ -457,7 +457,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	vp->mem = mem;
 	vp->transport.ops = &vp_transport_ops;
 	dev->transport = &vp->transport;
-	vp->device_features = ops->features | VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT) |
+	vp->device_features = ops->features | dev->extra_features |
+			      VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT) |
 			      VIRTIO_FEATURE(VIRTIO_F_INDIRECT_DESC_BIT) |
 			      VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
 	/* 4.1.2: modern devices are 0x1040 + type, revision 1. */
