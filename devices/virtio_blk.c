@@ -144,6 +144,10 @@ static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
 			atomic_fetch_add(&b->stats.reads, 1);
 		} else {
 			io_uring_prep_writev(sqe, b->fd, iov, niov, h.sector * SECTOR);
+			/* 5.2.6.2: without FLUSH negotiated, a completed write must
+			 * already be durable. */
+			if (!virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH))
+				sqe->rw_flags = RWF_DSYNC;
 			atomic_fetch_add(&b->stats.writes, 1);
 		}
 		break;

@@ -36,9 +36,12 @@ static void vp_unlock(struct virtio_transport *t)
 	pthread_mutex_unlock(&vp_of(t)->lock);
 }
 
-/* Lock held. Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. */
+/* Lock held. Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. The
+ * configuration bit is set under MSI-X too (4.1.4.5.1). */
 static void vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
 {
+	if (isr_bit == 0x2)
+		vp->isr |= isr_bit;
 	if (msix_enabled(&vp->msix)) {
 		/* 4.1.5.1.2: no interrupt for a queue mapped to NO_VECTOR. */
 		if (vec != VIRTIO_NO_VECTOR)
@@ -247,7 +250,11 @@ static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 		return;
 	}
 	switch (off) {
-	case CC_Q_SIZE: q->size = (uint16_t)v; break;
+	case CC_Q_SIZE:
+		/* 4.1.4.3.1: queue_size reads 0 or a power of 2; a bad size then
+		 * fails at enable (NEEDS_RESET). */
+		q->size = (v && !(v & (v - 1))) ? (uint16_t)v : 0;
+		break;
 	case CC_Q_ENABLE:
 		if (v == 1)
 			vp_queue_enable(vp, q, vp->queue_select);
@@ -463,7 +470,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 			      VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
 	/* 4.1.2: modern devices are 0x1040 + type, revision 1. */
 	pci_device_init(&vp->pci, name, 0x1AF4, (uint16_t)(0x1040 + ops->type), ops->pci_class, 1);
-	pci_device_set_subsystem(&vp->pci, 0x1AF4, ops->type);
+	/* 4.1.2.1: non-transitional devices use subsystem IDs from 0x40. */
+	pci_device_set_subsystem(&vp->pci, 0x1AF4, (uint16_t)(0x40 + ops->type));
 	vp->pci.ops = &vp_pci_ops;
 	vp->pci.opaque = vp;
 	for (unsigned i = 0; i < ops->num_queues; i++) {

@@ -95,11 +95,12 @@ static int elem_add(const struct virtq *q, struct virtq_elem *e, const struct de
 	return VIRTQ_OK;
 }
 
-/* 2.7.5.3: an indirect table is a read-only buffer of descriptors. */
+/* 2.7.5.3: an indirect table is a buffer of descriptors; the WRITE flag
+ * of the descriptor pointing at it is ignored (2.7.5.3.2), NEXT is not
+ * allowed with INDIRECT (2.7.5.3.1). */
 static int walk_indirect(const struct virtq *q, struct virtq_elem *e, const struct desc *ind)
 {
-	if (ind->len == 0 || ind->len % DESC_SIZE || (ind->flags & VRING_DESC_F_NEXT) ||
-	    (ind->flags & VRING_DESC_F_WRITE))
+	if (ind->len == 0 || ind->len % DESC_SIZE || (ind->flags & VRING_DESC_F_NEXT))
 		return VIRTQ_ERR_INDIRECT;
 	uint32_t n = ind->len / DESC_SIZE;
 	if (n > q->size || !guest_mem_is_ram(q->mem, ind->addr, ind->len))
