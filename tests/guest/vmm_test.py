@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--corrupt-kernel", type=int, default=-1,
                     help="copy the kernel and invert 64 bytes at this offset from the end")
     ap.add_argument("--wall-timeout", type=float, default=300)
+    ap.add_argument("--stdin-text", default=None,
+                    help="write TEXT to the VMM's stdin, then close it (default: stdin is /dev/null)")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = a.args[1:] if a.args and a.args[0] == "--" else a.args
@@ -81,8 +83,12 @@ def main():
         cmd = [a.vmm] + args
         print("running:", " ".join(cmd), flush=True)
         try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=a.wall_timeout)
+            if a.stdin_text is None:
+                p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=a.wall_timeout)
+            else:
+                p = subprocess.run(cmd, input=a.stdin_text.encode(), capture_output=True,
+                                   timeout=a.wall_timeout)
         except subprocess.TimeoutExpired:
             print(f"FAIL: vmm did not finish within {a.wall_timeout} s")
             return 1
