@@ -20,11 +20,17 @@ static void boot_timer_mark(struct boot_timer *t, uint8_t code, int mmio)
 		t->marks[t->nmarks++] = (struct boot_mark){ns, code, (uint8_t)mmio};
 	if (t->report) {
 		if (mmio)
-			fprintf(t->report, "vmm: boot-timer: Guest-boot-time = %llu us (%llu ms) since process start\r\n",
-				(unsigned long long)(ns / 1000), (unsigned long long)(ns / 1000000));
+			fprintf(t->report,
+				"vmm: boot-timer: Guest-boot-time = %llu us (%llu ms) since "
+				"process start\r\n",
+				(unsigned long long)(ns / 1000),
+				(unsigned long long)(ns / 1000000));
 		else
-			fprintf(t->report, "vmm: boot-timer: port 0x80 code 0x%02x (%s) at %llu us since process start\r\n",
-				code, code < 0x60 ? "kernel" : "userspace", (unsigned long long)(ns / 1000));
+			fprintf(t->report,
+				"vmm: boot-timer: port 0x80 code 0x%02x (%s) at %llu us since "
+				"process start\r\n",
+				code, code < 0x60 ? "kernel" : "userspace",
+				(unsigned long long)(ns / 1000));
 		fflush(t->report);
 	}
 	pthread_mutex_unlock(&t->lock);

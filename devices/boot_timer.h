@@ -7,20 +7,20 @@
 #define DEVICES_BOOT_TIMER_H
 
 #include <pthread.h>
-#include <stdint.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define BOOT_TIMER_MMIO_BASE  0xC0000000ULL
 #define BOOT_TIMER_MMIO_SIZE  0x1000
 #define BOOT_TIMER_MAGIC      123
-#define BOOT_TIMER_PORT       0x80
+#define BOOT_TIMER_PORT	      0x80
 #define BOOT_TIMER_CODE_FIRST 0x40
 #define BOOT_TIMER_CODE_LAST  0x7F
 #define BOOT_TIMER_MAX_MARKS  64
 
 struct boot_mark {
-	uint64_t ns; /* since process start */
+	uint64_t ns;  /* since process start */
 	uint8_t code; /* 0x40-0x7f, or BOOT_TIMER_MAGIC for the MMIO marker */
 	uint8_t mmio;
 };
@@ -28,7 +28,7 @@ struct boot_mark {
 struct boot_timer {
 	pthread_mutex_t lock;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at process start */
-	FILE *report;      /* where markers are printed as they come; NULL = quiet */
+	FILE *report;	   /* where markers are printed as they come; NULL = quiet */
 	struct boot_mark marks[BOOT_TIMER_MAX_MARKS];
 	unsigned nmarks;
 	atomic_uint_fast64_t io_delay_writes;

@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#define I8042_STR_OBF   0x01
-#define I8042_STR_SYS   0x04
+#define I8042_STR_OBF	0x01
+#define I8042_STR_SYS	0x04
 #define I8042_CMD_RESET 0xFE /* pulse output line 0: CPU reset */
 
 void i8042_init(struct i8042 *k, struct machine_ctl ctl)

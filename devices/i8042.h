@@ -14,7 +14,7 @@
 
 #include "vmm/machine_ctl.h"
 
-#define I8042_DATA_PORT   0x60
+#define I8042_DATA_PORT	  0x60
 #define I8042_STATUS_PORT 0x64
 
 struct i8042 {

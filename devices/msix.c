@@ -50,7 +50,7 @@ int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsi
 	pci_cfg_set16(d, m->cap + 2, (uint16_t)(nvectors - 1));
 	d->wmask[m->cap + 3] = (MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK) >> 8;
 	pci_cfg_set32(d, m->cap + 4, table_offset | bar); /* Table Offset/BIR */
-	pci_cfg_set32(d, m->cap + 8, pba_offset | bar);   /* PBA Offset/BIR */
+	pci_cfg_set32(d, m->cap + 8, pba_offset | bar);	  /* PBA Offset/BIR */
 	d->msix_vectors = nvectors;
 	return 0;
 }

@@ -19,18 +19,18 @@ struct pci_device;
 struct irq_router;
 struct irq_msi_vector;
 
-#define MSIX_MAX_VECTORS 2048
-#define MSIX_CAP_ID      0x11
-#define MSIX_CAP_LEN     12
-#define MSIX_ENTRY_SIZE  16
-#define MSIX_CTRL_ENABLE 0x8000
-#define MSIX_CTRL_FMASK  0x4000
+#define MSIX_MAX_VECTORS  2048
+#define MSIX_CAP_ID	  0x11
+#define MSIX_CAP_LEN	  12
+#define MSIX_ENTRY_SIZE	  16
+#define MSIX_CTRL_ENABLE  0x8000
+#define MSIX_CTRL_FMASK	  0x4000
 #define MSIX_ENTRY_MASKED 0x1
 
 struct msix {
 	struct pci_device *dev;
 	unsigned nvectors;
-	uint8_t cap;     /* config offset of the capability; 0 = hidden */
+	uint8_t cap; /* config offset of the capability; 0 = hidden */
 	uint8_t bar;
 	uint32_t table_offset, pba_offset;
 	pthread_mutex_t lock; /* the table */

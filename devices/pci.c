@@ -129,7 +129,7 @@ static bool bar_is_sizing_pattern(const struct pci_device *d, int idx)
 {
 	const struct pci_bar *bar = &d->bars[idx];
 	uint32_t lo = pci_cfg_get32(d, PCI_BAR0 + 4 * idx);
-	uint32_t mask = (uint32_t)~(bar->size - 1) & (bar->type == PCI_BAR_IO ? ~0x3u : ~0xFu);
+	uint32_t mask = (uint32_t) ~(bar->size - 1) & (bar->type == PCI_BAR_IO ? ~0x3u : ~0xFu);
 	if (bar->type == PCI_BAR_MEM64 && bar->size > (1ULL << 32))
 		mask = 0xFFFFFFF0u;
 	return (lo & mask) == mask;
@@ -175,16 +175,18 @@ static void bar_update(struct pci_device *d, int idx)
 	if (!want)
 		return;
 	if (!io && range_hits_ram(d->bus->mem, addr, bar->size)) {
-		log_warn(d->bus->log, "%s: BAR%d at 0x%llx overlaps guest RAM; left unmapped", d->name,
-			 idx, (unsigned long long)addr);
+		log_guest_warn(d->bus->log, &d->bar_warnings,
+			       "%s: BAR%d at 0x%llx overlaps guest RAM; left unmapped", d->name,
+			       idx, (unsigned long long)addr);
 		return;
 	}
 	struct bus *b = io ? d->bus->pio : d->bus->mmio;
 	int ret = bus_register(b, addr, bar->size, d->name, bar->read, bar->write, bar->opaque);
 	if (ret) {
-		log_warn(d->bus->log, "%s: BAR%d at %s 0x%llx (size 0x%llx) overlaps another range; left unmapped",
-			 d->name, idx, b->name, (unsigned long long)addr,
-			 (unsigned long long)bar->size);
+		log_guest_warn(
+		    d->bus->log, &d->bar_warnings,
+		    "%s: BAR%d at %s 0x%llx (size 0x%llx) overlaps another range; left unmapped",
+		    d->name, idx, b->name, (unsigned long long)addr, (unsigned long long)bar->size);
 		return;
 	}
 	bar->mapped = true;
@@ -230,7 +232,7 @@ static void bar_write_dword(struct pci_device *d, int idx, bool upper, uint32_t 
 		return;
 	}
 	uint32_t low_bits = bar->type == PCI_BAR_IO ? 0x3 : 0xF;
-	uint32_t mask = (uint32_t)~(bar->size - 1) & ~low_bits;
+	uint32_t mask = (uint32_t) ~(bar->size - 1) & ~low_bits;
 	pci_cfg_set32(d, PCI_BAR0 + 4 * idx, (v & mask) | bar_type_bits(bar));
 }
 
@@ -276,13 +278,14 @@ static void pci_device_config_write(struct pci_device *d, unsigned off, unsigned
 		unsigned reg = off & ~3u, shift = 8 * (off - reg);
 		uint32_t cur = pci_cfg_get32(d, reg);
 		uint32_t bytes_mask = (len == 4 ? 0xFFFFFFFFu : ((1u << (8 * len)) - 1)) << shift;
-		bar_write_dword(d, bar_idx, upper, (cur & ~bytes_mask) | ((val << shift) & bytes_mask));
+		bar_write_dword(d, bar_idx, upper,
+				(cur & ~bytes_mask) | ((val << shift) & bytes_mask));
 		pci_device_update_bars(d);
 	} else {
 		for (unsigned i = 0; i < len; i++) {
 			uint8_t b = (uint8_t)(val >> (8 * i)), o = (uint8_t)(off + i);
 			d->cfg[o] = (uint8_t)((d->cfg[o] & ~d->wmask[o]) | (b & d->wmask[o]));
-			d->cfg[o] &= (uint8_t)~(b & d->w1cmask[o]);
+			d->cfg[o] &= (uint8_t) ~(b & d->w1cmask[o]);
 		}
 		uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND);
 		if ((cmd ^ old_cmd) & (PCI_CMD_IO | PCI_CMD_MEMORY))
@@ -451,13 +454,16 @@ int pci_bus_assign_resources(struct pci_bus *b)
 				for (int i = 0; d && i < PCI_NUM_BARS; i++) {
 					struct pci_bar *bar = &d->bars[i];
 					bool io = bar->type == PCI_BAR_IO;
-					if (bar->type == PCI_BAR_NONE || bar->size != size || io != (pass == 1))
+					if (bar->type == PCI_BAR_NONE || bar->size != size ||
+					    io != (pass == 1))
 						continue;
 					uint64_t *next = io ? &b->io_next : &b->mmio_next;
 					uint64_t end = io ? b->io_end : b->mmio_end;
 					uint64_t addr = align_up(*next, size);
 					if (addr + size > end) {
-						log_error(b->log, "%s: no room for BAR%d (%llu bytes) in the PCI window",
+						log_error(b->log,
+							  "%s: no room for BAR%d (%llu bytes) in "
+							  "the PCI window",
 							  d->name, i, (unsigned long long)size);
 						return -ENOSPC;
 					}
@@ -478,7 +484,8 @@ int pci_bus_assign_resources(struct pci_bus *b)
 		bool has_io = false, has_mem = false;
 		for (int i = 0; i < PCI_NUM_BARS; i++) {
 			has_io |= d->bars[i].type == PCI_BAR_IO;
-			has_mem |= d->bars[i].type == PCI_BAR_MEM32 || d->bars[i].type == PCI_BAR_MEM64;
+			has_mem |=
+			    d->bars[i].type == PCI_BAR_MEM32 || d->bars[i].type == PCI_BAR_MEM64;
 		}
 		pthread_mutex_lock(&d->lock);
 		uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND) | (has_io ? PCI_CMD_IO : 0) |

@@ -25,32 +25,32 @@ struct irq_router;
 struct irq_intx_source;
 struct log;
 
-#define PCI_SLOTS        32
-#define PCI_CFG_SIZE     256
-#define PCI_NUM_BARS     6
-#define PCI_CONF1_ADDR   0xCF8
-#define PCI_CONF1_DATA   0xCFC
+#define PCI_SLOTS      32
+#define PCI_CFG_SIZE   256
+#define PCI_NUM_BARS   6
+#define PCI_CONF1_ADDR 0xCF8
+#define PCI_CONF1_DATA 0xCFC
 
 /* Type-0 header offsets (PCI 3.0, 6.1). */
-#define PCI_VENDOR_ID      0x00
-#define PCI_DEVICE_ID      0x02
-#define PCI_COMMAND        0x04
-#define PCI_STATUS         0x06
-#define PCI_REVISION_ID    0x08
-#define PCI_CLASS_PROG     0x09
-#define PCI_HEADER_TYPE    0x0E
-#define PCI_BAR0           0x10
+#define PCI_VENDOR_ID	   0x00
+#define PCI_DEVICE_ID	   0x02
+#define PCI_COMMAND	   0x04
+#define PCI_STATUS	   0x06
+#define PCI_REVISION_ID	   0x08
+#define PCI_CLASS_PROG	   0x09
+#define PCI_HEADER_TYPE	   0x0E
+#define PCI_BAR0	   0x10
 #define PCI_SUBSYS_VENDOR  0x2C
-#define PCI_SUBSYS_ID      0x2E
-#define PCI_CAP_PTR        0x34
+#define PCI_SUBSYS_ID	   0x2E
+#define PCI_CAP_PTR	   0x34
 #define PCI_INTERRUPT_LINE 0x3C
 #define PCI_INTERRUPT_PIN  0x3D
 
-#define PCI_CMD_IO           0x0001
-#define PCI_CMD_MEMORY       0x0002
-#define PCI_CMD_MASTER       0x0004
-#define PCI_CMD_PARITY       0x0040
-#define PCI_CMD_SERR         0x0100
+#define PCI_CMD_IO	     0x0001
+#define PCI_CMD_MEMORY	     0x0002
+#define PCI_CMD_MASTER	     0x0004
+#define PCI_CMD_PARITY	     0x0040
+#define PCI_CMD_SERR	     0x0100
 #define PCI_CMD_INTX_DISABLE 0x0400
 #define PCI_STATUS_INTERRUPT 0x0008
 #define PCI_STATUS_CAP_LIST  0x0010
@@ -93,9 +93,10 @@ struct pci_device {
 	const struct pci_device_ops *ops;
 	void *opaque;
 	struct irq_intx_source *intx;
-	bool intx_level; /* the device's interrupt condition */
+	bool intx_level;       /* the device's interrupt condition */
 	unsigned msix_vectors; /* advertised MSI-X table size, 0 = none */
-	pthread_mutex_t lock; /* config space and BAR state */
+	unsigned bar_warnings; /* guest-triggered warnings so far (rate limit) */
+	pthread_mutex_t lock;  /* config space and BAR state */
 };
 
 struct pci_bus {

@@ -70,7 +70,7 @@ static void testdev_config_written(struct pci_device *d, unsigned off, unsigned 
 }
 
 static const struct pci_device_ops testdev_ops = {
-	.config_written = testdev_config_written,
+    .config_written = testdev_config_written,
 };
 
 static uint64_t pow2_at_least(uint64_t v)
@@ -93,8 +93,9 @@ int pci_testdev_init(struct pci_testdev *t, const char *name, struct irq_router 
 	int ret = pci_device_add_bar(&t->pci, 0, PCI_BAR_MEM32, 4096, false, testdev_regs_read,
 				     testdev_regs_write, t);
 	if (!ret)
-		ret = pci_device_add_bar(&t->pci, 1, PCI_BAR_MEM32, pow2_at_least(msix_bar_bytes(nvectors)),
-					 false, testdev_msix_read, testdev_msix_write, t);
+		ret = pci_device_add_bar(&t->pci, 1, PCI_BAR_MEM32,
+					 pow2_at_least(msix_bar_bytes(nvectors)), false,
+					 testdev_msix_read, testdev_msix_write, t);
 	if (!ret)
 		ret = msix_init(&t->msix, &t->pci, irq, nvectors, 1, 0, msix_pba_offset(nvectors),
 				msix_hidden);

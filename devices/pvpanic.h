@@ -4,9 +4,9 @@
 
 #include "vmm/machine_ctl.h"
 
-#define PVPANIC_PORT          0x505
-#define PVPANIC_PANICKED      0x01
-#define PVPANIC_CRASH_LOADED  0x02
+#define PVPANIC_PORT	     0x505
+#define PVPANIC_PANICKED     0x01
+#define PVPANIC_CRASH_LOADED 0x02
 
 struct pvpanic {
 	struct machine_ctl ctl;

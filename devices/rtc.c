@@ -3,14 +3,28 @@
 #include <stdbool.h>
 #include <string.h>
 
-enum { RTC_SEC = 0, RTC_SEC_ALARM, RTC_MIN, RTC_MIN_ALARM, RTC_HOUR, RTC_HOUR_ALARM,
-       RTC_WDAY, RTC_MDAY, RTC_MONTH, RTC_YEAR, RTC_REG_A, RTC_REG_B, RTC_REG_C, RTC_REG_D,
-       RTC_CENTURY = 0x32 };
-#define REG_A_UIP  0x80
-#define REG_B_SET  0x80
-#define REG_B_DM   0x04 /* binary, not BCD */
-#define REG_B_24H  0x02
-#define REG_D_VRT  0x80 /* valid RAM and time */
+enum {
+	RTC_SEC = 0,
+	RTC_SEC_ALARM,
+	RTC_MIN,
+	RTC_MIN_ALARM,
+	RTC_HOUR,
+	RTC_HOUR_ALARM,
+	RTC_WDAY,
+	RTC_MDAY,
+	RTC_MONTH,
+	RTC_YEAR,
+	RTC_REG_A,
+	RTC_REG_B,
+	RTC_REG_C,
+	RTC_REG_D,
+	RTC_CENTURY = 0x32
+};
+#define REG_A_UIP 0x80
+#define REG_B_SET 0x80
+#define REG_B_DM  0x04 /* binary, not BCD */
+#define REG_B_24H 0x02
+#define REG_D_VRT 0x80 /* valid RAM and time */
 
 static time_t rtc_host_now(void *ctx)
 {
@@ -82,8 +96,14 @@ static uint8_t rtc_reg_read(struct rtc *r, uint8_t reg)
 	struct tm tm;
 	uint8_t v;
 	switch (reg) {
-	case RTC_SEC: case RTC_MIN: case RTC_HOUR: case RTC_WDAY:
-	case RTC_MDAY: case RTC_MONTH: case RTC_YEAR: case RTC_CENTURY:
+	case RTC_SEC:
+	case RTC_MIN:
+	case RTC_HOUR:
+	case RTC_WDAY:
+	case RTC_MDAY:
+	case RTC_MONTH:
+	case RTC_YEAR:
+	case RTC_CENTURY:
 		rtc_guest_tm(r, &tm);
 		switch (reg) {
 		case RTC_SEC: return rtc_encode(r, tm.tm_sec > 59 ? 59 : tm.tm_sec);
@@ -95,14 +115,12 @@ static uint8_t rtc_reg_read(struct rtc *r, uint8_t reg)
 		case RTC_YEAR: return rtc_encode(r, tm.tm_year % 100);
 		default: return rtc_encode(r, (tm.tm_year + 1900) / 100);
 		}
-	case RTC_REG_A:
-		return r->cmos[RTC_REG_A] & ~REG_A_UIP; /* never mid-update */
+	case RTC_REG_A: return r->cmos[RTC_REG_A] & ~REG_A_UIP; /* never mid-update */
 	case RTC_REG_C:
 		v = r->cmos[RTC_REG_C];
 		r->cmos[RTC_REG_C] = 0; /* flags clear on read */
 		return v;
-	default:
-		return r->cmos[reg];
+	default: return r->cmos[reg];
 	}
 }
 
@@ -144,10 +162,14 @@ static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
 static void rtc_reg_write(struct rtc *r, uint8_t reg, uint8_t v)
 {
 	switch (reg) {
-	case RTC_SEC: case RTC_MIN: case RTC_HOUR: case RTC_MDAY:
-	case RTC_MONTH: case RTC_YEAR: case RTC_CENTURY: case RTC_WDAY:
-		rtc_set_time_field(r, reg, v);
-		return;
+	case RTC_SEC:
+	case RTC_MIN:
+	case RTC_HOUR:
+	case RTC_MDAY:
+	case RTC_MONTH:
+	case RTC_YEAR:
+	case RTC_CENTURY:
+	case RTC_WDAY: rtc_set_time_field(r, reg, v); return;
 	case RTC_REG_A:
 		r->cmos[RTC_REG_A] = v & ~REG_A_UIP; /* UIP is read-only */
 		return;
@@ -162,10 +184,8 @@ static void rtc_reg_write(struct rtc *r, uint8_t reg, uint8_t v)
 		r->cmos[RTC_REG_B] = v;
 		return;
 	case RTC_REG_C:
-	case RTC_REG_D:
-		return; /* read-only */
-	default:
-		r->cmos[reg] = v;
+	case RTC_REG_D: return; /* read-only */
+	default: r->cmos[reg] = v;
 	}
 }
 

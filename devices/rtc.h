@@ -21,9 +21,9 @@
 struct rtc {
 	pthread_mutex_t lock;
 	uint8_t index;
-	uint8_t cmos[RTC_NREGS]; /* registers A-D and RAM; time fields unused */
-	int64_t offset_s;        /* guest time - host time, from guest writes */
-	struct tm frozen;        /* the time while SET = 1 */
+	uint8_t cmos[RTC_NREGS];  /* registers A-D and RAM; time fields unused */
+	int64_t offset_s;	  /* guest time - host time, from guest writes */
+	struct tm frozen;	  /* the time while SET = 1 */
 	time_t (*now)(void *ctx); /* host clock; tests replace it */
 	void *now_ctx;
 };

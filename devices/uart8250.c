@@ -5,31 +5,39 @@
 #include <string.h>
 
 /* Register offsets and bits (PC16550D data sheet, table 2). */
-enum { UART_RBR_THR = 0, UART_IER = 1, UART_IIR_FCR = 2, UART_LCR = 3, UART_MCR = 4,
-       UART_LSR = 5, UART_MSR = 6, UART_SCR = 7 };
+enum {
+	UART_RBR_THR = 0,
+	UART_IER = 1,
+	UART_IIR_FCR = 2,
+	UART_LCR = 3,
+	UART_MCR = 4,
+	UART_LSR = 5,
+	UART_MSR = 6,
+	UART_SCR = 7
+};
 #define LCR_DLAB     0x80
 #define IER_ERBFI    0x01 /* received data available */
 #define IER_ETBEI    0x02 /* THR empty */
 #define IER_ELSI     0x04 /* receiver line status */
 #define IER_EDSSI    0x08 /* modem status */
 #define IIR_NO_INT   0x01
-#define IIR_RLS      0x06
-#define IIR_RDA      0x04
+#define IIR_RLS	     0x06
+#define IIR_RDA	     0x04
 #define IIR_THRI     0x02
-#define IIR_MSI      0x00
+#define IIR_MSI	     0x00
 #define IIR_FIFO_ON  0xC0
 #define FCR_ENABLE   0x01
 #define FCR_CLEAR_RX 0x02
-#define LSR_DR       0x01
-#define LSR_OE       0x02
+#define LSR_DR	     0x01
+#define LSR_OE	     0x02
 #define LSR_THRE     0x20
 #define LSR_TEMT     0x40
 #define MCR_LOOP     0x10
 #define MSR_DELTAS   0x0F
-#define MSR_CTS      0x10
-#define MSR_DSR      0x20
-#define MSR_RI       0x40
-#define MSR_DCD      0x80
+#define MSR_CTS	     0x10
+#define MSR_DSR	     0x20
+#define MSR_RI	     0x40
+#define MSR_DCD	     0x80
 
 void uart8250_init(struct uart8250 *u, struct irq_line *irq, struct char_sink out)
 {
@@ -39,7 +47,7 @@ void uart8250_init(struct uart8250 *u, struct irq_line *irq, struct char_sink ou
 	u->out = out;
 	u->lsr = LSR_THRE | LSR_TEMT;
 	u->msr = MSR_DCD | MSR_DSR | MSR_CTS; /* a terminal is attached */
-	u->dll = 0x0C;                        /* 9600 baud, the reset value */
+	u->dll = 0x0C;			      /* 9600 baud, the reset value */
 }
 
 /* The pending interrupt of highest priority (data sheet, table 4). */
@@ -88,9 +96,10 @@ static void uart_set_mcr(struct uart8250 *u, uint8_t v)
 	else
 		now = MSR_DCD | MSR_DSR | MSR_CTS;
 	uint8_t changed = old ^ now;
-	uint8_t delta = (uint8_t)(((changed & MSR_CTS) ? 0x01 : 0) | ((changed & MSR_DSR) ? 0x02 : 0) |
-				  ((old & MSR_RI) && !(now & MSR_RI) ? 0x04 : 0) |
-				  ((changed & MSR_DCD) ? 0x08 : 0));
+	uint8_t delta =
+	    (uint8_t)(((changed & MSR_CTS) ? 0x01 : 0) | ((changed & MSR_DSR) ? 0x02 : 0) |
+		      ((old & MSR_RI) && !(now & MSR_RI) ? 0x04 : 0) |
+		      ((changed & MSR_DCD) ? 0x08 : 0));
 	u->msr = (uint8_t)(now | (u->msr & MSR_DELTAS) | delta);
 }
 
@@ -107,17 +116,14 @@ static uint8_t uart_reg_read(struct uart8250 *u, unsigned reg)
 			u->rx_count--;
 		}
 		return v;
-	case UART_IER:
-		return (u->lcr & LCR_DLAB) ? u->dlm : u->ier;
+	case UART_IER: return (u->lcr & LCR_DLAB) ? u->dlm : u->ier;
 	case UART_IIR_FCR:
 		v = uart_iir(u);
 		if (v == IIR_THRI)
 			u->thri_pending = false; /* reading IIR clears THRE (table 4) */
 		return (uint8_t)(v | ((u->fcr & FCR_ENABLE) ? IIR_FIFO_ON : 0));
-	case UART_LCR:
-		return u->lcr;
-	case UART_MCR:
-		return u->mcr;
+	case UART_LCR: return u->lcr;
+	case UART_MCR: return u->mcr;
 	case UART_LSR:
 		v = u->lsr;
 		u->lsr &= ~LSR_OE; /* error bits clear on read */
@@ -126,8 +132,7 @@ static uint8_t uart_reg_read(struct uart8250 *u, unsigned reg)
 		v = u->msr;
 		u->msr &= ~MSR_DELTAS;
 		return v;
-	default:
-		return u->scr;
+	default: return u->scr;
 	}
 }
 
@@ -166,18 +171,11 @@ static void uart_reg_write(struct uart8250 *u, unsigned reg, uint8_t v)
 		}
 		u->fcr = v & 0xC9; /* enable, DMA mode, trigger level */
 		return;
-	case UART_LCR:
-		u->lcr = v;
-		return;
-	case UART_MCR:
-		uart_set_mcr(u, v);
-		return;
+	case UART_LCR: u->lcr = v; return;
+	case UART_MCR: uart_set_mcr(u, v); return;
 	case UART_LSR:
-	case UART_MSR:
-		return; /* read-only */
-	default:
-		u->scr = v;
-		return;
+	case UART_MSR: return; /* read-only */
+	default: u->scr = v; return;
 	}
 }
 
@@ -188,7 +186,8 @@ void uart8250_read(void *opaque, uint64_t offset, void *data, unsigned len)
 	pthread_mutex_lock(&u->lock);
 	/* A wider access reads consecutive registers, as on an ISA bus. */
 	for (unsigned i = 0; i < len; i++)
-		out[i] = (offset + i < UART_NREGS) ? uart_reg_read(u, (unsigned)(offset + i)) : 0xFF;
+		out[i] =
+		    (offset + i < UART_NREGS) ? uart_reg_read(u, (unsigned)(offset + i)) : 0xFF;
 	uart_update_irq(u);
 	pthread_mutex_unlock(&u->lock);
 }

@@ -15,25 +15,25 @@
 
 /* Feature bits the transport handles (virtio 1.2, chapter 6). */
 #define VIRTIO_F_INDIRECT_DESC_BIT 28
-#define VIRTIO_F_EVENT_IDX_BIT     29
-#define VIRTIO_F_VERSION_1_BIT     32
-#define VIRTIO_FEATURE(bit)        (1ULL << (bit))
+#define VIRTIO_F_EVENT_IDX_BIT	   29
+#define VIRTIO_F_VERSION_1_BIT	   32
+#define VIRTIO_FEATURE(bit)	   (1ULL << (bit))
 
 /* Device status bits (2.1). */
 #define VIRTIO_STATUS_ACKNOWLEDGE 1
-#define VIRTIO_STATUS_DRIVER      2
-#define VIRTIO_STATUS_DRIVER_OK   4
+#define VIRTIO_STATUS_DRIVER	  2
+#define VIRTIO_STATUS_DRIVER_OK	  4
 #define VIRTIO_STATUS_FEATURES_OK 8
 #define VIRTIO_STATUS_NEEDS_RESET 0x40
-#define VIRTIO_STATUS_FAILED      0x80
+#define VIRTIO_STATUS_FAILED	  0x80
 
 struct virtio_dev;
 
 struct virtio_dev_ops {
 	const char *name;
-	uint16_t type;       /* virtio device ID: 1 net, 2 blk, 3 console, 4 rng */
+	uint16_t type; /* virtio device ID: 1 net, 2 blk, 3 console, 4 rng */
 	uint32_t pci_class;
-	uint64_t features;   /* device-specific; the transport adds its own */
+	uint64_t features; /* device-specific; the transport adds its own */
 	unsigned num_queues;
 	uint16_t queue_max;
 	uint32_t config_size;
@@ -53,7 +53,7 @@ struct virtio_dev {
 	const struct virtio_dev_ops *ops;
 	struct virtio_transport *transport;
 	struct virtq vqs[VIRTIO_MAX_QUEUES];
-	uint64_t features; /* negotiated */
+	uint64_t features;	 /* negotiated */
 	uint64_t extra_features; /* offered on top of ops->features (e.g. RO) */
 	void *priv;
 };

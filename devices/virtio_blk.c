@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SECTOR 512u
+#define SECTOR	    512u
 #define VBLK_F(bit) (1ULL << (bit))
 
 /* 5.2.6: header (type, reserved, sector), data, then one status byte. */
@@ -88,7 +88,8 @@ static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
 {
 	struct virtio_blk_req *r = &b->reqs[e->head];
 	struct blk_outhdr h;
-	if (r->in_use || e->in_len < 1 || iov_to_buf(e->out, e->nout, 0, &h, sizeof(h)) != sizeof(h))
+	if (r->in_use || e->in_len < 1 ||
+	    iov_to_buf(e->out, e->nout, 0, &h, sizeof(h)) != sizeof(h))
 		return false; /* a malformed request: the caller marks NEEDS_RESET */
 	r->in_use = true;
 	r->head = e->head;
@@ -112,8 +113,8 @@ static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
 		if (h.type == VIRTIO_BLK_T_OUT && b->readonly)
 			goto ioerr;
 		/* Whole sectors, inside the disk (no wrap in sector + count). */
-		if (len % SECTOR || h.sector > b->capacity || len / SECTOR > b->capacity - h.sector ||
-		    len > UINT32_MAX)
+		if (len % SECTOR || h.sector > b->capacity ||
+		    len / SECTOR > b->capacity - h.sector || len > UINT32_MAX)
 			goto ioerr;
 		if (h.type == VIRTIO_BLK_T_IN)
 			r->niov = iov_slice(e->in, e->nin, 0, len, r->iov, VIRTQ_MAX_IOV);
@@ -169,9 +170,7 @@ static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
 		blk_finish(b, r, VIRTIO_BLK_S_OK);
 		return true;
 	}
-	default:
-		blk_finish(b, r, VIRTIO_BLK_S_UNSUPP);
-		return true;
+	default: blk_finish(b, r, VIRTIO_BLK_S_UNSUPP); return true;
 	}
 	io_uring_sqe_set_data64(sqe, e->head);
 	b->inflight++;
@@ -199,9 +198,10 @@ static void blk_notify(struct virtio_dev *d, unsigned qi)
 	}
 	io_uring_submit(&b->ring);
 	if (ret < 0 || malformed)
-		virtio_needs_reset(d, malformed ? "malformed block request (no header or status byte, "
-						  "or a head already in flight)"
-						: virtq_error_name(ret));
+		virtio_needs_reset(d, malformed
+					  ? "malformed block request (no header or status byte, "
+					    "or a head already in flight)"
+					  : virtq_error_name(ret));
 	if (q->used_idx != used_before)
 		virtio_queue_used(d, qi);
 }
@@ -261,17 +261,17 @@ static void blk_reset(struct virtio_dev *d)
 }
 
 static const struct virtio_dev_ops blk_ops = {
-	.name = "virtio-blk",
-	.type = 2,
-	.pci_class = 0x018000,
-	.features = VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) |
-		    VBLK_F(VIRTIO_BLK_F_FLUSH),
-	.num_queues = 1,
-	.queue_max = VIRTIO_BLK_QUEUE_MAX,
-	.config_size = sizeof(struct virtio_blk_config),
-	.config_read = blk_config_read,
-	.queue_notify = blk_notify,
-	.reset = blk_reset,
+    .name = "virtio-blk",
+    .type = 2,
+    .pci_class = 0x018000,
+    .features =
+	VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) | VBLK_F(VIRTIO_BLK_F_FLUSH),
+    .num_queues = 1,
+    .queue_max = VIRTIO_BLK_QUEUE_MAX,
+    .config_size = sizeof(struct virtio_blk_config),
+    .config_read = blk_config_read,
+    .queue_notify = blk_notify,
+    .reset = blk_reset,
 };
 
 int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,
@@ -290,9 +290,11 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 		return err_set(e, EXIT_USAGE, "--disk %s: %s", path, strerror(errno));
 	uint64_t bytes = (uint64_t)st.st_size;
 	if (S_ISBLK(st.st_mode) && ioctl(b->fd, BLKGETSIZE64, &bytes) < 0)
-		return err_set(e, EXIT_USAGE, "--disk %s: cannot read its size: %s", path, strerror(errno));
+		return err_set(e, EXIT_USAGE, "--disk %s: cannot read its size: %s", path,
+			       strerror(errno));
 	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
-		return err_set(e, EXIT_USAGE, "--disk %s: not a regular file or block device", path);
+		return err_set(e, EXIT_USAGE, "--disk %s: not a regular file or block device",
+			       path);
 	if (bytes < SECTOR)
 		return err_set(e, EXIT_USAGE, "--disk %s: smaller than one 512-byte sector", path);
 	b->capacity = bytes / SECTOR;
@@ -309,11 +311,13 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 		return err_set(e, EXIT_HOST, "out of memory");
 	int ret = io_uring_queue_init(VIRTIO_BLK_QUEUE_MAX, &b->ring, 0);
 	if (ret < 0)
-		return err_set(e, EXIT_HOST, "--disk %s: io_uring_queue_init: %s", path, strerror(-ret));
+		return err_set(e, EXIT_HOST, "--disk %s: io_uring_queue_init: %s", path,
+			       strerror(-ret));
 	b->ring_ready = true;
 	b->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (b->completion_fd < 0 || io_uring_register_eventfd(&b->ring, b->completion_fd) < 0)
-		return err_set(e, EXIT_HOST, "--disk %s: cannot register the completion eventfd", path);
+		return err_set(e, EXIT_HOST, "--disk %s: cannot register the completion eventfd",
+			       path);
 	return 0;
 }
 

@@ -21,9 +21,9 @@ struct virtio_blk_req {
 	bool in_use;
 	uint16_t head;
 	uint8_t type;
-	uint8_t *status;     /* the guest's status byte */
-	uint32_t expect;     /* bytes the host operation must move */
-	uint32_t used_len;   /* bytes written into the guest's buffers */
+	uint8_t *status;   /* the guest's status byte */
+	uint32_t expect;   /* bytes the host operation must move */
+	uint32_t used_len; /* bytes written into the guest's buffers */
 	unsigned niov;
 	struct iovec iov[VIRTQ_MAX_IOV];
 	/* O_DIRECT needs aligned buffers; a guest need not give them

@@ -76,15 +76,15 @@ static void console_notify(struct virtio_dev *d, unsigned qi)
 }
 
 static const struct virtio_dev_ops console_ops = {
-	.name = "virtio-console",
-	.type = 3,
-	.pci_class = 0x078000,
-	.features = 0,
-	.num_queues = 2,
-	.queue_max = 64,
-	.config_size = sizeof(struct virtio_console_config),
-	.config_read = console_config_read,
-	.queue_notify = console_notify,
+    .name = "virtio-console",
+    .type = 3,
+    .pci_class = 0x078000,
+    .features = 0,
+    .num_queues = 2,
+    .queue_max = 64,
+    .config_size = sizeof(struct virtio_console_config),
+    .config_read = console_config_read,
+    .queue_notify = console_notify,
 };
 
 int virtio_console_init(struct virtio_console *c, struct char_sink out)

@@ -41,7 +41,8 @@ static bool net_deliver_frame(struct virtio_net *n, bool *pushed)
 	bool unusable = false;
 	while (room < n->frame_len && need < q->size && (ret = virtq_pop(q, n->elem)) == 1) {
 		need++;
-		if (need == 1 && (n->elem->nin == 0 || n->elem->in[0].iov_len < VIRTIO_NET_HDR_LEN)) {
+		if (need == 1 &&
+		    (n->elem->nin == 0 || n->elem->in[0].iov_len < VIRTIO_NET_HDR_LEN)) {
 			unusable = true; /* the header must fit in the first buffer */
 			break;
 		}
@@ -74,8 +75,8 @@ static bool net_deliver_frame(struct virtio_net *n, bool *pushed)
 			break; /* the guest rewrote its ring under us: stop */
 		if (i == 0 && n->elem->nin && n->elem->in[0].iov_len >= VIRTIO_NET_HDR_LEN)
 			first_hdr = n->elem->in[0].iov_base;
-		uint64_t done = buf_to_iov(n->elem->in, n->elem->nin, 0, n->frame + off,
-					   n->frame_len - off);
+		uint64_t done =
+		    buf_to_iov(n->elem->in, n->elem->nin, 0, n->frame + off, n->frame_len - off);
 		off += done;
 		virtq_push(q, n->elem->head, (uint32_t)done);
 		*pushed = true;
@@ -160,16 +161,17 @@ void virtio_net_tap_ready(struct virtio_net *n)
 }
 
 static const struct virtio_dev_ops net_ops = {
-	.name = "virtio-net",
-	.type = 1,
-	.pci_class = 0x020000,
-	.features = NET_F(VIRTIO_NET_F_MAC) | NET_F(VIRTIO_NET_F_MRG_RXBUF) | NET_F(VIRTIO_NET_F_STATUS),
-	.num_queues = 2,
-	.queue_max = VIRTIO_NET_QUEUE_MAX,
-	.config_size = 10, /* mac, status, max_virtqueue_pairs */
-	.config_read = net_config_read,
-	.queue_notify = net_notify,
-	.reset = net_reset,
+    .name = "virtio-net",
+    .type = 1,
+    .pci_class = 0x020000,
+    .features =
+	NET_F(VIRTIO_NET_F_MAC) | NET_F(VIRTIO_NET_F_MRG_RXBUF) | NET_F(VIRTIO_NET_F_STATUS),
+    .num_queues = 2,
+    .queue_max = VIRTIO_NET_QUEUE_MAX,
+    .config_size = 10, /* mac, status, max_virtqueue_pairs */
+    .config_read = net_config_read,
+    .queue_notify = net_notify,
+    .reset = net_reset,
 };
 
 int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct err *e)
@@ -192,7 +194,8 @@ int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *m
 		uint32_t h = 2166136261u;
 		for (const char *p = n->ifname; *p; p++)
 			h = (h ^ (uint8_t)*p) * 16777619u;
-		uint8_t m[6] = {0x52, 0x54, 0x00, (uint8_t)(h >> 16), (uint8_t)(h >> 8), (uint8_t)h};
+		uint8_t m[6] = {0x52,	   0x54, 0x00, (uint8_t)(h >> 16), (uint8_t)(h >> 8),
+				(uint8_t)h};
 		memcpy(n->mac, m, 6);
 	}
 	return 0;

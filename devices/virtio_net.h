@@ -23,7 +23,7 @@ struct virtio_net {
 	char ifname[IFNAMSIZ];
 	uint8_t mac[6];
 	struct virtq_elem *elem;
-	uint8_t *frame;       /* one frame read from the tap, waiting for buffers */
+	uint8_t *frame; /* one frame read from the tap, waiting for buffers */
 	size_t frame_len;
 	atomic_uint_fast64_t rx_frames, tx_frames, rx_dropped, tx_errors;
 };

@@ -14,11 +14,26 @@ enum { CAP_COMMON = 1, CAP_NOTIFY = 2, CAP_ISR = 3, CAP_DEVICE = 4, CAP_PCI_CFG 
 
 /* struct virtio_pci_common_cfg offsets (4.1.4.3). */
 enum {
-	CC_DFSELECT = 0x00, CC_DF = 0x04, CC_GFSELECT = 0x08, CC_GF = 0x0C, CC_MSIX = 0x10,
-	CC_NUMQ = 0x12, CC_STATUS = 0x14, CC_CFGGEN = 0x15, CC_Q_SELECT = 0x16, CC_Q_SIZE = 0x18,
-	CC_Q_MSIX = 0x1A, CC_Q_ENABLE = 0x1C, CC_Q_NOFF = 0x1E, CC_Q_DESCLO = 0x20,
-	CC_Q_DESCHI = 0x24, CC_Q_AVAILLO = 0x28, CC_Q_AVAILHI = 0x2C, CC_Q_USEDLO = 0x30,
-	CC_Q_USEDHI = 0x34, CC_SIZE = 0x38,
+	CC_DFSELECT = 0x00,
+	CC_DF = 0x04,
+	CC_GFSELECT = 0x08,
+	CC_GF = 0x0C,
+	CC_MSIX = 0x10,
+	CC_NUMQ = 0x12,
+	CC_STATUS = 0x14,
+	CC_CFGGEN = 0x15,
+	CC_Q_SELECT = 0x16,
+	CC_Q_SIZE = 0x18,
+	CC_Q_MSIX = 0x1A,
+	CC_Q_ENABLE = 0x1C,
+	CC_Q_NOFF = 0x1E,
+	CC_Q_DESCLO = 0x20,
+	CC_Q_DESCHI = 0x24,
+	CC_Q_AVAILLO = 0x28,
+	CC_Q_AVAILHI = 0x2C,
+	CC_Q_USEDLO = 0x30,
+	CC_Q_USEDHI = 0x34,
+	CC_SIZE = 0x38,
 };
 
 static struct virtio_pci *vp_of(struct virtio_transport *t)
@@ -78,7 +93,8 @@ static void vp_needs_reset(struct virtio_transport *t, const char *why)
 	struct virtio_pci *vp = vp_of(t);
 	pthread_mutex_lock(&vp->lock);
 	if (!(vp->status & VIRTIO_STATUS_NEEDS_RESET)) {
-		log_warn(vp->host.log, "%s: broken driver (%s): device needs reset", vp->pci.name, why);
+		log_guest_warn(vp->host.log, &vp->reset_warnings,
+			       "%s: broken driver (%s): device needs reset", vp->pci.name, why);
 		vp->status |= VIRTIO_STATUS_NEEDS_RESET;
 		atomic_fetch_add(&vp->broken, 1);
 		if (vp->status & VIRTIO_STATUS_DRIVER_OK)
@@ -88,11 +104,11 @@ static void vp_needs_reset(struct virtio_transport *t, const char *why)
 }
 
 static const struct virtio_transport_ops vp_transport_ops = {
-	.queue_used = vp_queue_used,
-	.config_changed = vp_config_changed,
-	.needs_reset = vp_needs_reset,
-	.lock = vp_lock,
-	.unlock = vp_unlock,
+    .queue_used = vp_queue_used,
+    .config_changed = vp_config_changed,
+    .needs_reset = vp_needs_reset,
+    .lock = vp_lock,
+    .unlock = vp_unlock,
 };
 
 static void vp_reset(struct virtio_pci *vp)
@@ -142,18 +158,18 @@ static unsigned cc_width(unsigned off)
 static uint32_t vp_common_read(struct virtio_pci *vp, unsigned off)
 {
 	struct virtio_pci_queue *q =
-		vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
+	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
 	switch (off) {
 	case CC_DFSELECT: return vp->device_feature_select;
 	case CC_DF:
 		return vp->device_feature_select < 2
-			       ? (uint32_t)(vp->device_features >> (32 * vp->device_feature_select))
-			       : 0;
+			   ? (uint32_t)(vp->device_features >> (32 * vp->device_feature_select))
+			   : 0;
 	case CC_GFSELECT: return vp->driver_feature_select;
 	case CC_GF:
 		return vp->driver_feature_select < 2
-			       ? (uint32_t)(vp->driver_features >> (32 * vp->driver_feature_select))
-			       : 0;
+			   ? (uint32_t)(vp->driver_features >> (32 * vp->driver_feature_select))
+			   : 0;
 	case CC_MSIX: return vp->msix_config;
 	case CC_NUMQ: return vp->dev->ops->num_queues;
 	case CC_STATUS: return vp->status;
@@ -204,8 +220,8 @@ static void vp_queue_enable(struct virtio_pci *vp, struct virtio_pci_queue *q, u
 			     q->device, virtio_has_feature(d, VIRTIO_F_EVENT_IDX_BIT));
 	if (ret) {
 		char why[96];
-		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx, q->size,
-			 (unsigned long long)q->desc, virtq_error_name(ret));
+		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx,
+			 q->size, (unsigned long long)q->desc, virtq_error_name(ret));
 		vp_needs_reset(&vp->transport, why);
 		return;
 	}
@@ -215,11 +231,11 @@ static void vp_queue_enable(struct virtio_pci *vp, struct virtio_pci_queue *q, u
 static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 {
 	struct virtio_pci_queue *q =
-		vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
+	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
 	/* Queue set-up counts only between FEATURES_OK and DRIVER_OK; the
 	 * vector registers are exempt (Linux 4.15-5.11 write them after reset). */
-	bool setup_window = (vp->status & VIRTIO_STATUS_FEATURES_OK) &&
-			    !(vp->status & VIRTIO_STATUS_DRIVER_OK);
+	bool setup_window =
+	    (vp->status & VIRTIO_STATUS_FEATURES_OK) && !(vp->status & VIRTIO_STATUS_DRIVER_OK);
 	switch (off) {
 	case CC_DFSELECT: vp->device_feature_select = v; return;
 	case CC_GFSELECT: vp->driver_feature_select = v; return;
@@ -243,9 +259,11 @@ static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 		return;
 	if (!setup_window || q->enabled) {
 		if (!vp->late_setup_logged)
-			log_warn(vp->host.log,
-				 "%s: queue set-up write at 0x%x outside FEATURES_OK..DRIVER_OK ignored "
-				 "(logged once)", vp->pci.name, off);
+			log_guest_warn(
+			    vp->host.log, &vp->reset_warnings,
+			    "%s: queue set-up write at 0x%x outside FEATURES_OK..DRIVER_OK ignored "
+			    "(logged once)",
+			    vp->pci.name, off);
 		vp->late_setup_logged = true;
 		return;
 	}
@@ -289,8 +307,8 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
 		if (vp->dev->ops->config_read)
-			vp->dev->ops->config_read(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF), &v,
-						  len);
+			vp->dev->ops->config_read(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF),
+						  &v, len);
 	}
 	pthread_mutex_unlock(&vp->lock);
 	memcpy(data, &v, len);
@@ -322,8 +340,8 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
 		if (vp->dev->ops->config_write)
-			vp->dev->ops->config_write(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF), data,
-						   len);
+			vp->dev->ops->config_write(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF),
+						   data, len);
 	}
 	pthread_mutex_unlock(&vp->lock);
 }
@@ -379,7 +397,8 @@ static void vp_config_read_hook(struct pci_device *d, unsigned off, unsigned len
 	struct virtio_pci *vp = d->opaque;
 	uint32_t offset, v = 0;
 	unsigned n;
-	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) || !vp_cfg_cap_window(vp, &offset, &n))
+	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) ||
+	    !vp_cfg_cap_window(vp, &offset, &n))
 		return;
 	virtio_pci_bar_read(vp, offset, &v, n);
 	pthread_mutex_lock(&d->lock);
@@ -393,7 +412,8 @@ static void vp_config_written(struct pci_device *d, unsigned off, unsigned len)
 	uint32_t offset, v;
 	unsigned n;
 	msix_config_written(&vp->msix, off, len);
-	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) || !vp_cfg_cap_window(vp, &offset, &n))
+	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) ||
+	    !vp_cfg_cap_window(vp, &offset, &n))
 		return;
 	v = pci_cfg_get32(d, vp->cfg_cap + 16);
 	virtio_pci_bar_write(vp, offset, &v, n);
@@ -409,8 +429,9 @@ static void vp_bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool map
 		uint64_t gpa = addr + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)i * VIRTIO_PCI_NOTIFY_MULT;
 		int ret = vp->host.ioeventfd(vp->host.ctx, gpa, 2, vp->queues[i].notify_fd, mapped);
 		if (ret < 0)
-			log_warn(vp->host.log, "%s: ioeventfd for queue %u at 0x%llx: %s (notifications "
-					       "will exit to the VMM)",
+			log_warn(vp->host.log,
+				 "%s: ioeventfd for queue %u at 0x%llx: %s (notifications "
+				 "will exit to the VMM)",
 				 d->name, i, (unsigned long long)gpa, strerror(-ret));
 	}
 	vp->notify_bar_addr = mapped ? addr : 0;
@@ -425,10 +446,10 @@ static void vp_intx_resample(struct pci_device *d)
 }
 
 static const struct pci_device_ops vp_pci_ops = {
-	.config_written = vp_config_written,
-	.bar_mapped = vp_bar_mapped,
-	.config_read = vp_config_read_hook,
-	.intx_resample = vp_intx_resample,
+    .config_written = vp_config_written,
+    .bar_mapped = vp_bar_mapped,
+    .config_read = vp_config_read_hook,
+    .intx_resample = vp_intx_resample,
 };
 
 static uint8_t vp_add_cap(struct virtio_pci *vp, uint8_t type, uint8_t len, uint32_t offset,
@@ -464,10 +485,9 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	vp->mem = mem;
 	vp->transport.ops = &vp_transport_ops;
 	dev->transport = &vp->transport;
-	vp->device_features = ops->features | dev->extra_features |
-			      VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT) |
-			      VIRTIO_FEATURE(VIRTIO_F_INDIRECT_DESC_BIT) |
-			      VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
+	vp->device_features =
+	    ops->features | dev->extra_features | VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT) |
+	    VIRTIO_FEATURE(VIRTIO_F_INDIRECT_DESC_BIT) | VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
 	/* 4.1.2: modern devices are 0x1040 + type, revision 1. */
 	pci_device_init(&vp->pci, name, 0x1AF4, (uint16_t)(0x1040 + ops->type), ops->pci_class, 1);
 	/* 4.1.2.1: non-transitional devices use subsystem IDs from 0x40. */
@@ -494,13 +514,14 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	int ret = pci_device_add_bar(&vp->pci, 0, PCI_BAR_MEM32, VIRTIO_PCI_BAR0_SIZE, false,
 				     virtio_pci_bar_read, virtio_pci_bar_write, vp);
 	if (!ret)
-		ret = pci_device_add_bar(&vp->pci, VIRTIO_PCI_MSIX_BAR, PCI_BAR_MEM32, msix_size, false,
-					 vp_msix_read, vp_msix_write, vp);
+		ret = pci_device_add_bar(&vp->pci, VIRTIO_PCI_MSIX_BAR, PCI_BAR_MEM32, msix_size,
+					 false, vp_msix_read, vp_msix_write, vp);
 	if (ret)
 		return ret;
 	if (!vp_add_cap(vp, CAP_COMMON, 16, VIRTIO_PCI_COMMON_OFF, CC_SIZE) ||
 	    !vp_add_cap(vp, CAP_ISR, 16, VIRTIO_PCI_ISR_OFF, 1) ||
-	    !vp_add_cap(vp, CAP_DEVICE, 16, VIRTIO_PCI_DEVICE_OFF, ops->config_size ? ops->config_size : 4))
+	    !vp_add_cap(vp, CAP_DEVICE, 16, VIRTIO_PCI_DEVICE_OFF,
+			ops->config_size ? ops->config_size : 4))
 		return -ENOSPC;
 	uint8_t n = vp_add_cap(vp, CAP_NOTIFY, 20, VIRTIO_PCI_NOTIFY_OFF,
 			       ops->num_queues * VIRTIO_PCI_NOTIFY_MULT);
@@ -513,8 +534,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	/* cap.bar, cap.offset, cap.length and pci_cfg_data are the driver's. */
 	vp->pci.wmask[vp->cfg_cap + 4] = 0xFF;
 	memset(&vp->pci.wmask[vp->cfg_cap + 8], 0xFF, 12);
-	ret = msix_init(&vp->msix, &vp->pci, irq, nvec, VIRTIO_PCI_MSIX_BAR, 0, msix_pba_offset(nvec),
-			msix_hidden);
+	ret = msix_init(&vp->msix, &vp->pci, irq, nvec, VIRTIO_PCI_MSIX_BAR, 0,
+			msix_pba_offset(nvec), msix_hidden);
 	if (ret)
 		return ret;
 	vp_reset(vp);

@@ -19,7 +19,8 @@ static void rng_notify(struct virtio_dev *d, unsigned qi)
 			struct iovec *v = &r->elem->in[i];
 			size_t off = 0;
 			while (off < v->iov_len) {
-				ssize_t n = getrandom((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
+				ssize_t n =
+				    getrandom((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
 				if (n < 0 && errno == EINTR)
 					continue;
 				if (n <= 0)
@@ -41,14 +42,14 @@ static void rng_notify(struct virtio_dev *d, unsigned qi)
 }
 
 static const struct virtio_dev_ops rng_ops = {
-	.name = "virtio-rng",
-	.type = 4,
-	.pci_class = 0xFF0000,
-	.features = 0,
-	.num_queues = 1,
-	.queue_max = RNG_QUEUE_MAX,
-	.config_size = 0,
-	.queue_notify = rng_notify,
+    .name = "virtio-rng",
+    .type = 4,
+    .pci_class = 0xFF0000,
+    .features = 0,
+    .num_queues = 1,
+    .queue_max = RNG_QUEUE_MAX,
+    .config_size = 0,
+    .queue_notify = rng_notify,
 };
 
 int virtio_rng_init(struct virtio_rng *r)

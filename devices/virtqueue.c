@@ -7,9 +7,9 @@
 #include <string.h>
 
 /* Ring layouts (virtio 1.2, 2.7.5, 2.7.6, 2.7.8). */
-#define DESC_SIZE         16
-#define AVAIL_RING(i)     (4 + 2 * (uint64_t)(i))
-#define USED_RING(i)      (4 + 8 * (uint64_t)(i))
+#define DESC_SIZE     16
+#define AVAIL_RING(i) (4 + 2 * (uint64_t)(i))
+#define USED_RING(i)  (4 + 8 * (uint64_t)(i))
 
 static uint64_t avail_bytes(uint16_t size, bool event_idx)
 {
@@ -144,7 +144,8 @@ int virtq_pop(struct virtq *q, struct virtq_elem *e)
 	for (;;) {
 		struct desc d;
 		desc_read(q, q->desc_addr, i, &d);
-		int ret = (d.flags & VRING_DESC_F_INDIRECT) ? walk_indirect(q, e, &d) : elem_add(q, e, &d);
+		int ret = (d.flags & VRING_DESC_F_INDIRECT) ? walk_indirect(q, e, &d)
+							    : elem_add(q, e, &d);
 		if (ret)
 			return ret;
 		if ((d.flags & VRING_DESC_F_INDIRECT) || !(d.flags & VRING_DESC_F_NEXT))
@@ -215,8 +216,8 @@ const char *virtq_error_name(int err)
 }
 
 /* Copies between iovecs (from byte `skip` on) and a flat buffer. */
-static uint64_t iov_copy(const struct iovec *iov, unsigned n, uint64_t skip, void *buf, uint64_t len,
-			 bool to_iov)
+static uint64_t iov_copy(const struct iovec *iov, unsigned n, uint64_t skip, void *buf,
+			 uint64_t len, bool to_iov)
 {
 	uint64_t done = 0;
 	for (unsigned i = 0; i < n && done < len; i++) {

@@ -17,19 +17,19 @@
 
 struct guest_mem;
 
-#define VIRTQ_MAX_SIZE   1024
-#define VIRTQ_MAX_IOV    VIRTQ_MAX_SIZE
+#define VIRTQ_MAX_SIZE 1024
+#define VIRTQ_MAX_IOV  VIRTQ_MAX_SIZE
 
 enum virtq_error {
 	VIRTQ_OK = 0,
-	VIRTQ_ERR_AVAIL_IDX = -1,   /* avail index ran more than size ahead */
-	VIRTQ_ERR_HEAD = -2,        /* head index >= size */
-	VIRTQ_ERR_NEXT = -3,        /* next >= size */
-	VIRTQ_ERR_LOOP = -4,        /* chain longer than the queue */
-	VIRTQ_ERR_ADDR = -5,        /* buffer outside RAM */
-	VIRTQ_ERR_INDIRECT = -6,    /* bad indirect table */
-	VIRTQ_ERR_ORDER = -7,       /* device-readable after device-writable */
-	VIRTQ_ERR_RING = -8,        /* ring itself not in RAM */
+	VIRTQ_ERR_AVAIL_IDX = -1, /* avail index ran more than size ahead */
+	VIRTQ_ERR_HEAD = -2,	  /* head index >= size */
+	VIRTQ_ERR_NEXT = -3,	  /* next >= size */
+	VIRTQ_ERR_LOOP = -4,	  /* chain longer than the queue */
+	VIRTQ_ERR_ADDR = -5,	  /* buffer outside RAM */
+	VIRTQ_ERR_INDIRECT = -6,  /* bad indirect table */
+	VIRTQ_ERR_ORDER = -7,	  /* device-readable after device-writable */
+	VIRTQ_ERR_RING = -8,	  /* ring itself not in RAM */
 };
 
 struct virtq {

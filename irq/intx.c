@@ -23,8 +23,9 @@ static int intx_pin_prepare(struct irq_router *r, struct irq_intx_pin *p)
 	p->resamplefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (p->irqfd < 0 || p->resamplefd < 0)
 		return -errno;
-	int ret = r->ops->irqfd_assign ? r->ops->irqfd_assign(r->ctx, p->irqfd, p->gsi, p->resamplefd)
-				       : -ENOSYS;
+	int ret = r->ops->irqfd_assign
+		      ? r->ops->irqfd_assign(r->ctx, p->irqfd, p->gsi, p->resamplefd)
+		      : -ENOSYS;
 	if (ret < 0)
 		return ret;
 	p->irqfd_ready = true;

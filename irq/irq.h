@@ -23,11 +23,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define IRQ_ISA_LINES     16 /* GSI 0-15 */
-#define IRQ_INTX_FIRST    16 /* IOAPIC pins 16-23 carry PCI INTx */
-#define IRQ_INTX_PINS     8
-#define IRQ_MSI_FIRST_GSI 24 /* MSI routes are allocated from here */
-#define IRQ_MAX_ROUTES    4096
+#define IRQ_ISA_LINES	     16 /* GSI 0-15 */
+#define IRQ_INTX_FIRST	     16 /* IOAPIC pins 16-23 carry PCI INTx */
+#define IRQ_INTX_PINS	     8
+#define IRQ_MSI_FIRST_GSI    24 /* MSI routes are allocated from here */
+#define IRQ_MAX_ROUTES	     4096
 #define IRQ_INTX_MAX_SHARERS 32
 
 enum irq_msi_delivery { IRQ_MSI_IRQFD, IRQ_MSI_SIGNAL };
@@ -37,12 +37,12 @@ enum irq_intx_delivery { IRQ_INTX_RESAMPLE, IRQ_INTX_LINE };
 enum irq_route_type { IRQ_ROUTE_IRQCHIP, IRQ_ROUTE_MSI };
 #define IRQ_CHIP_PIC_MASTER 0
 #define IRQ_CHIP_PIC_SLAVE  1
-#define IRQ_CHIP_IOAPIC     2
+#define IRQ_CHIP_IOAPIC	    2
 struct irq_route {
 	uint32_t gsi;
 	enum irq_route_type type;
-	uint32_t chip, pin;    /* IRQCHIP */
-	uint64_t addr;         /* MSI */
+	uint32_t chip, pin; /* IRQCHIP */
+	uint64_t addr;	    /* MSI */
 	uint32_t data;
 };
 
@@ -57,14 +57,14 @@ struct irq_sink_ops {
 };
 
 struct irq_counters {
-	atomic_uint_fast64_t asserts;   /* deliveries / transitions to asserted */
+	atomic_uint_fast64_t asserts;	/* deliveries / transitions to asserted */
 	atomic_uint_fast64_t deasserts; /* transitions to deasserted */
-	atomic_uint_fast64_t pended;    /* MSI fired while masked (PBA bit set) */
+	atomic_uint_fast64_t pended;	/* MSI fired while masked (PBA bit set) */
 	atomic_uint_fast64_t coalesced; /* MSI the guest's LAPIC did not accept */
 	atomic_uint_fast64_t resamples; /* INTx EOI resamples; refires below */
 	atomic_uint_fast64_t refires;
-	atomic_uint_fast64_t errors;    /* sink refused, or a bad MSI address */
-	atomic_uint_fast64_t last_ns;   /* CLOCK_MONOTONIC of the last delivery */
+	atomic_uint_fast64_t errors;  /* sink refused, or a bad MSI address */
+	atomic_uint_fast64_t last_ns; /* CLOCK_MONOTONIC of the last delivery */
 };
 
 struct irq_router;
@@ -113,7 +113,7 @@ struct irq_msi_vector {
 	bool pending; /* fired while masked; delivered on unmask (PBA bit) */
 	uint32_t gsi; /* irqfd delivery: its route, 0 = none yet */
 	int eventfd;
-	bool installed; /* route in KVM's table is (inst_addr, inst_data) */
+	bool installed;	    /* route in KVM's table is (inst_addr, inst_data) */
 	bool route_refused; /* KVM refused it once: said so, now SIGNAL_MSI */
 	uint64_t inst_addr;
 	uint32_t inst_data;
@@ -162,8 +162,7 @@ void irq_intx_set(struct irq_intx_source *s, int level);
 void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index);
 
 /* MSI vectors. */
-struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owner,
-					  unsigned index);
+struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owner, unsigned index);
 /* The device's view of the vector changed (table write, mask, enable). */
 void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data, bool masked);
 /* The device raises the vector: delivered, or latched while masked. */

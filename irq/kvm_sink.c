@@ -15,8 +15,8 @@ static int irq_kvm_set_line(void *ctx, uint32_t gsi, int level)
 static int irq_kvm_signal_msi(void *ctx, uint64_t addr, uint32_t data)
 {
 	struct irq_kvm_sink *s = ctx;
-	struct kvm_msi msi = {.address_lo = (uint32_t)addr, .address_hi = (uint32_t)(addr >> 32),
-			      .data = data};
+	struct kvm_msi msi = {
+	    .address_lo = (uint32_t)addr, .address_hi = (uint32_t)(addr >> 32), .data = data};
 	int ret = ioctl(s->vm_fd, KVM_SIGNAL_MSI, &msi);
 	return ret < 0 ? -errno : ret;
 }
@@ -59,8 +59,8 @@ static int irq_kvm_irqfd_assign(void *ctx, int fd, uint32_t gsi, int resample_fd
 }
 
 const struct irq_sink_ops irq_kvm_sink_ops = {
-	.set_line = irq_kvm_set_line,
-	.signal_msi = irq_kvm_signal_msi,
-	.set_routes = irq_kvm_set_routes,
-	.irqfd_assign = irq_kvm_irqfd_assign,
+    .set_line = irq_kvm_set_line,
+    .signal_msi = irq_kvm_signal_msi,
+    .set_routes = irq_kvm_set_routes,
+    .irqfd_assign = irq_kvm_irqfd_assign,
 };

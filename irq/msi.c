@@ -32,20 +32,24 @@ unsigned irq_routes_build(struct irq_router *r, struct irq_route *out)
 	/* KVM's defaults (irq_comm.c): GSI 0-15 on both PICs and the IOAPIC,
 	 * GSI 16-23 on the IOAPIC. */
 	for (uint32_t gsi = 0; gsi < IRQ_ISA_LINES; gsi++) {
-		out[n++] = (struct irq_route){.gsi = gsi, .type = IRQ_ROUTE_IRQCHIP,
-					      .chip = gsi < 8 ? IRQ_CHIP_PIC_MASTER : IRQ_CHIP_PIC_SLAVE,
-					      .pin = gsi % 8};
-		out[n++] = (struct irq_route){.gsi = gsi, .type = IRQ_ROUTE_IRQCHIP,
-					      .chip = IRQ_CHIP_IOAPIC, .pin = gsi};
+		out[n++] =
+		    (struct irq_route){.gsi = gsi,
+				       .type = IRQ_ROUTE_IRQCHIP,
+				       .chip = gsi < 8 ? IRQ_CHIP_PIC_MASTER : IRQ_CHIP_PIC_SLAVE,
+				       .pin = gsi % 8};
+		out[n++] = (struct irq_route){
+		    .gsi = gsi, .type = IRQ_ROUTE_IRQCHIP, .chip = IRQ_CHIP_IOAPIC, .pin = gsi};
 	}
 	for (uint32_t gsi = IRQ_INTX_FIRST; gsi < IRQ_INTX_FIRST + IRQ_INTX_PINS; gsi++)
-		out[n++] = (struct irq_route){.gsi = gsi, .type = IRQ_ROUTE_IRQCHIP,
-					      .chip = IRQ_CHIP_IOAPIC, .pin = gsi};
+		out[n++] = (struct irq_route){
+		    .gsi = gsi, .type = IRQ_ROUTE_IRQCHIP, .chip = IRQ_CHIP_IOAPIC, .pin = gsi};
 	for (unsigned i = 0; i < r->nvectors && n < IRQ_MAX_ROUTES; i++) {
 		const struct irq_msi_vector *v = r->vectors[i];
 		if (v->gsi && v->installed)
-			out[n++] = (struct irq_route){.gsi = v->gsi, .type = IRQ_ROUTE_MSI,
-						      .addr = v->inst_addr, .data = v->inst_data};
+			out[n++] = (struct irq_route){.gsi = v->gsi,
+						      .type = IRQ_ROUTE_MSI,
+						      .addr = v->inst_addr,
+						      .data = v->inst_data};
 	}
 	return n;
 }
@@ -146,7 +150,8 @@ static void msi_deliver(struct irq_msi_vector *v)
 		return;
 	}
 	if (r->msi_mode == IRQ_MSI_SIGNAL || v->eventfd < 0) {
-		int ret = r->ops->signal_msi ? r->ops->signal_msi(r->ctx, v->addr, v->data) : -ENOSYS;
+		int ret =
+		    r->ops->signal_msi ? r->ops->signal_msi(r->ctx, v->addr, v->data) : -ENOSYS;
 		if (ret < 0) {
 			atomic_fetch_add(&v->stats.errors, 1);
 			return;
@@ -176,8 +181,9 @@ void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data
 		if (ret < 0) {
 			atomic_fetch_add(&v->stats.errors, 1);
 			if (r->log && !v->route_refused)
-				fprintf(r->log, "vmm: warning: %s: cannot install MSI route (%s); "
-						"using KVM_SIGNAL_MSI for it\n",
+				fprintf(r->log,
+					"vmm: warning: %s: cannot install MSI route (%s); "
+					"using KVM_SIGNAL_MSI for it\n",
 					v->name, strerror(-ret));
 			v->route_refused = true;
 		}

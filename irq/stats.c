@@ -5,22 +5,24 @@
 
 void irq_print_stats(struct irq_router *r, FILE *out)
 {
-	fprintf(out, "vmm: stats: interrupt delivery: MSI %s, INTx %s; %llu routing-table updates\n",
+	fprintf(out,
+		"vmm: stats: interrupt delivery: MSI %s, INTx %s; %llu routing-table updates\n",
 		r->msi_mode == IRQ_MSI_IRQFD ? "irqfd" : "KVM_SIGNAL_MSI",
 		r->intx_mode == IRQ_INTX_RESAMPLE ? "irqfd+resample" : "KVM_IRQ_LINE",
 		C(r->route_table_updates));
 	for (unsigned i = 0; i < IRQ_ISA_LINES; i++) {
 		struct irq_line *l = &r->lines[i];
 		if (r->claimed[i])
-			fprintf(out, "vmm: stats: ISA IRQ %-2u %-16s asserted %llu errors %llu\n", i,
-				l->owner, C(l->stats.asserts), C(l->stats.errors));
+			fprintf(out, "vmm: stats: ISA IRQ %-2u %-16s asserted %llu errors %llu\n",
+				i, l->owner, C(l->stats.asserts), C(l->stats.errors));
 	}
 	for (unsigned i = 0; i < IRQ_INTX_PINS; i++) {
 		struct irq_intx_pin *p = &r->pins[i];
 		if (!p->nsharers)
 			continue;
-		fprintf(out, "vmm: stats: INTx pin %u (%u sharer%s) asserted %llu deasserted %llu "
-			     "resamples %llu refires %llu errors %llu\n",
+		fprintf(out,
+			"vmm: stats: INTx pin %u (%u sharer%s) asserted %llu deasserted %llu "
+			"resamples %llu refires %llu errors %llu\n",
 			p->gsi, p->nsharers, p->nsharers == 1 ? "" : "s", C(p->stats.asserts),
 			C(p->stats.deasserts), C(p->stats.resamples), C(p->stats.refires),
 			C(p->stats.errors));
@@ -29,10 +31,13 @@ void irq_print_stats(struct irq_router *r, FILE *out)
 		struct irq_msi_vector *v = r->vectors[i];
 		if (!C(v->stats.asserts) && !C(v->stats.pended) && !C(v->stats.errors))
 			continue;
-		fprintf(out, "vmm: stats: MSI %-24s delivered %llu pended %llu coalesced %llu "
-			     "errors %llu%s\n",
+		fprintf(out,
+			"vmm: stats: MSI %-24s delivered %llu pended %llu coalesced %llu "
+			"errors %llu%s\n",
 			v->name, C(v->stats.asserts), C(v->stats.pended), C(v->stats.coalesced),
 			C(v->stats.errors),
-			r->msi_mode == IRQ_MSI_IRQFD && !v->installed ? " (no route: KVM_SIGNAL_MSI)" : "");
+			r->msi_mode == IRQ_MSI_IRQFD && !v->installed
+			    ? " (no route: KVM_SIGNAL_MSI)"
+			    : "");
 	}
 }

@@ -3,7 +3,7 @@
 # benchmarks need on a fresh Debian 12 machine. Safe to run again.
 set -euo pipefail
 packages=(
-  gcc meson ninja-build pkg-config           # build
+  gcc meson ninja-build pkg-config clang-format  # build, style check
   liburing-dev libfdt-dev zlib1g-dev liblz4-dev liblzma-dev libzstd-dev  # VMM libraries
   check                                      # unit tests (libcheck)
   device-tree-compiler                       # dtc, to validate --dump-dtb output

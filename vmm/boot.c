@@ -14,9 +14,9 @@
 #define HDR_OFFSET 0x1F1 /* setup header within the image and the zero page */
 
 #define XLF_KERNEL_64_BIT 0x0001
-#define E820_RAM          1
-#define E820_RESERVED     2
-#define ELF_CMDLINE_MAX   2047 /* COMMAND_LINE_SIZE - 1 on x86 */
+#define E820_RAM	  1
+#define E820_RESERVED	  2
+#define ELF_CMDLINE_MAX	  2047 /* COMMAND_LINE_SIZE - 1 on x86 */
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -29,7 +29,8 @@ static unsigned boot_fill_e820(const struct guest_mem *m, struct boot_params *bp
 	unsigned n = 0;
 	struct boot_e820_entry *t = bp->e820_table;
 	t[n++] = (struct boot_e820_entry){0, LAYOUT_EBDA, E820_RAM};
-	t[n++] = (struct boot_e820_entry){LAYOUT_EBDA, LAYOUT_BIOS_END - LAYOUT_EBDA, E820_RESERVED};
+	t[n++] =
+	    (struct boot_e820_entry){LAYOUT_EBDA, LAYOUT_BIOS_END - LAYOUT_EBDA, E820_RESERVED};
 	if (guest_mem_low_end(m) > LAYOUT_BIOS_END)
 		t[n++] = (struct boot_e820_entry){LAYOUT_BIOS_END,
 						  guest_mem_low_end(m) - LAYOUT_BIOS_END, E820_RAM};
@@ -53,8 +54,8 @@ static void boot_synth_header(struct setup_header *h)
 
 struct bzimage {
 	struct setup_header hdr;
-	size_t hdr_len;      /* bytes of header present in the image */
-	const uint8_t *pm;   /* protected-mode kernel */
+	size_t hdr_len;	   /* bytes of header present in the image */
+	const uint8_t *pm; /* protected-mode kernel */
 	size_t pm_len;
 	uint64_t load_addr;
 };
@@ -63,7 +64,8 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 {
 	memset(bz, 0, sizeof(*bz));
 	if (len < 0x202 + 4 || memcmp(img + 0x202, "HdrS", 4))
-		return err_set(e, EXIT_USAGE, "not a Linux kernel: no bzImage \"HdrS\" header and no ELF magic");
+		return err_set(e, EXIT_USAGE,
+			       "not a Linux kernel: no bzImage \"HdrS\" header and no ELF magic");
 	/* The header ends at 0x202 + the byte at 0x201 (boot.rst, "Details of
 	 * header fields"); never copy more than we know or the file holds. */
 	size_t end = 0x202 + img[0x201];
@@ -75,13 +77,16 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 	memcpy(&bz->hdr, img + HDR_OFFSET, bz->hdr_len);
 	const struct setup_header *h = &bz->hdr;
 	if (h->boot_flag != 0xAA55)
-		return err_set(e, EXIT_USAGE, "bzImage boot_flag is 0x%04x, not 0xAA55", h->boot_flag);
+		return err_set(e, EXIT_USAGE, "bzImage boot_flag is 0x%04x, not 0xAA55",
+			       h->boot_flag);
 	if (h->version < BOOT_MIN_PROTOCOL)
-		return err_set(e, EXIT_USAGE,
-			       "boot protocol %u.%02u is too old: the 64-bit entry needs 2.12 or later",
-			       h->version >> 8, h->version & 0xFF);
+		return err_set(
+		    e, EXIT_USAGE,
+		    "boot protocol %u.%02u is too old: the 64-bit entry needs 2.12 or later",
+		    h->version >> 8, h->version & 0xFF);
 	if (!(h->xloadflags & XLF_KERNEL_64_BIT))
-		return err_set(e, EXIT_USAGE, "kernel has no 64-bit entry point (XLF_KERNEL_64 clear)");
+		return err_set(e, EXIT_USAGE,
+			       "kernel has no 64-bit entry point (XLF_KERNEL_64 clear)");
 	size_t setup_sects = h->setup_sects ? h->setup_sects : 4;
 	size_t setup_len = (setup_sects + 1) * 512;
 	if (setup_len >= len)
@@ -92,12 +97,13 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 	/* syssize: protected-mode size in 16-byte paragraphs, rounded up
 	 * (protocol 2.04+), so the file may end up to 15 bytes short of it. */
 	if ((uint64_t)h->syssize * 16 > (uint64_t)bz->pm_len + 15)
+		return err_set(
+		    e, EXIT_USAGE,
+		    "bzImage is truncated: header declares %llu bytes of kernel, file has %zu",
+		    (unsigned long long)h->syssize * 16, bz->pm_len);
+	if (h->payload_length && ((uint64_t)h->payload_offset + h->payload_length > bz->pm_len))
 		return err_set(e, EXIT_USAGE,
-			       "bzImage is truncated: header declares %llu bytes of kernel, file has %zu",
-			       (unsigned long long)h->syssize * 16, bz->pm_len);
-	if (h->payload_length &&
-	    ((uint64_t)h->payload_offset + h->payload_length > bz->pm_len))
-		return err_set(e, EXIT_USAGE, "bzImage is truncated: its payload runs past the end of the file");
+			       "bzImage is truncated: its payload runs past the end of the file");
 	/* pref_address (2.10+); a relocatable kernel must honour kernel_alignment. */
 	bz->load_addr = h->pref_address ? h->pref_address : LAYOUT_KERNEL_MIN;
 	if (h->relocatable_kernel && h->kernel_alignment > 1 &&
@@ -114,12 +120,12 @@ static int boot_place_pm(struct guest_mem *m, const struct bzimage *bz, struct b
 	uint64_t need = bz->pm_len > bz->hdr.init_size ? bz->pm_len : bz->hdr.init_size;
 	if (!guest_mem_is_ram(m, bz->load_addr, need) ||
 	    bz->load_addr + need > guest_mem_low_end(m))
-		return err_set(e, EXIT_USAGE,
-			       "kernel needs %llu MiB of RAM from 0x%llx (init_size), more than --memory "
-			       "%llu MiB gives",
-			       (unsigned long long)((need + (1 << 20) - 1) >> 20),
-			       (unsigned long long)bz->load_addr,
-			       (unsigned long long)(m->ram_size >> 20));
+		return err_set(
+		    e, EXIT_USAGE,
+		    "kernel needs %llu MiB of RAM from 0x%llx (init_size), more than --memory "
+		    "%llu MiB gives",
+		    (unsigned long long)((need + (1 << 20) - 1) >> 20),
+		    (unsigned long long)bz->load_addr, (unsigned long long)(m->ram_size >> 20));
 	guest_mem_write(m, bz->load_addr, bz->pm, bz->pm_len);
 	r->kernel_start = bz->load_addr;
 	r->kernel_end = bz->load_addr + need;
@@ -164,12 +170,13 @@ static int boot_place_initrd(struct guest_mem *m, const struct boot_config *c,
 	if (max < top)
 		top = max;
 	uint64_t floor = align_up(r->kernel_end, 0x1000);
-	if (c->initrd_len == 0 || c->initrd_len > top || ((top - c->initrd_len) & ~0xFFFULL) < floor)
-		return err_set(e, EXIT_USAGE,
-			       "initrd (%zu KiB) does not fit in guest RAM between the kernel (ends at "
-			       "0x%llx) and 0x%llx; try a larger --memory",
-			       c->initrd_len >> 10, (unsigned long long)floor,
-			       (unsigned long long)top);
+	if (c->initrd_len == 0 || c->initrd_len > top ||
+	    ((top - c->initrd_len) & ~0xFFFULL) < floor)
+		return err_set(
+		    e, EXIT_USAGE,
+		    "initrd (%zu KiB) does not fit in guest RAM between the kernel (ends at "
+		    "0x%llx) and 0x%llx; try a larger --memory",
+		    c->initrd_len >> 10, (unsigned long long)floor, (unsigned long long)top);
 	r->initrd_addr = (top - c->initrd_len) & ~0xFFFULL;
 	r->initrd_size = c->initrd_len;
 	guest_mem_write(m, r->initrd_addr, c->initrd, c->initrd_len);
@@ -186,8 +193,8 @@ static int boot_place_cmdline(struct guest_mem *m, const char *cmdline,
 		max = LAYOUT_CMDLINE_MAX - 1;
 	if (len > max)
 		return err_set(e, EXIT_USAGE,
-			       "kernel command line is %zu bytes; this kernel accepts at most %zu", len,
-			       max);
+			       "kernel command line is %zu bytes; this kernel accepts at most %zu",
+			       len, max);
 	guest_mem_write(m, LAYOUT_CMDLINE, cmdline, len + 1);
 	r->cmdline_len = len;
 	return 0;
@@ -200,12 +207,14 @@ int boot_add_setup_data(struct guest_mem *m, uint64_t zero_page, uint32_t type, 
 	struct setup_data sd = {.next = 0, .type = type, .len = (uint32_t)len};
 	uint64_t ptr = LAYOUT_SETUP_DATA;
 	if (len + sizeof(sd) > LAYOUT_SETUP_DATA_MAX)
-		return err_set(e, EXIT_USAGE, "setup_data of %zu bytes does not fit below 0x%llx", len,
+		return err_set(e, EXIT_USAGE, "setup_data of %zu bytes does not fit below 0x%llx",
+			       len,
 			       (unsigned long long)(LAYOUT_SETUP_DATA + LAYOUT_SETUP_DATA_MAX));
 	if (guest_mem_write(m, LAYOUT_SETUP_DATA, &sd, sizeof(sd)) ||
 	    guest_mem_write(m, LAYOUT_SETUP_DATA + sizeof(sd), data, len) ||
-	    guest_mem_write(m, zero_page + offsetof(struct boot_params, hdr) +
-				       offsetof(struct setup_header, setup_data),
+	    guest_mem_write(m,
+			    zero_page + offsetof(struct boot_params, hdr) +
+				offsetof(struct setup_header, setup_data),
 			    &ptr, sizeof(ptr)))
 		return err_set(e, EXIT_USAGE, "guest RAM does not cover setup_data");
 	return 0;
@@ -231,22 +240,24 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 		r->entry = ei.entry;
 		r->kernel_start = ei.load_start;
 		r->kernel_end = ei.load_end;
-		snprintf(r->how, sizeof(r->how), "ELF64 vmlinux, entered at its 64-bit entry 0x%llx",
+		snprintf(r->how, sizeof(r->how),
+			 "ELF64 vmlinux, entered at its 64-bit entry 0x%llx",
 			 (unsigned long long)r->entry);
 	} else {
 		if (bzimage_parse(c->kernel, c->kernel_len, &bz, e))
 			return -1;
 		memcpy(&bp.hdr, &bz.hdr, bz.hdr_len);
 		r->protocol = bz.hdr.version;
-		r->payload = bz.hdr.payload_length
-				     ? payload_detect(bz.pm + bz.hdr.payload_offset, bz.hdr.payload_length)
-				     : PAYLOAD_NONE;
+		r->payload = bz.hdr.payload_length ? payload_detect(bz.pm + bz.hdr.payload_offset,
+								    bz.hdr.payload_length)
+						   : PAYLOAD_NONE;
 		if (!c->guest_decompress && payload_supported(r->payload)) {
 			if (boot_host_decompress(m, &bz, r, e))
 				return -1;
 			r->path = BOOT_PATH_HOST_DECOMPRESSED;
 			snprintf(r->how, sizeof(r->how),
-				 "bzImage %s payload decompressed by the VMM (%zu KiB), ELF entry 0x%llx",
+				 "bzImage %s payload decompressed by the VMM (%zu KiB), ELF entry "
+				 "0x%llx",
 				 payload_format_name(r->payload), r->decompressed_len >> 10,
 				 (unsigned long long)r->entry);
 		} else {
@@ -255,9 +266,11 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 			r->path = BOOT_PATH_BZIMAGE;
 			snprintf(r->how, sizeof(r->how), "bzImage entered at 0x%llx (+0x200): %s",
 				 (unsigned long long)r->entry,
-				 c->guest_decompress ? "--guest-decompress, the kernel decompresses itself"
-				 : r->payload == PAYLOAD_NONE ? "no compressed payload"
-							      : "payload format not decompressed by the VMM");
+				 c->guest_decompress
+				     ? "--guest-decompress, the kernel decompresses itself"
+				 : r->payload == PAYLOAD_NONE
+				     ? "no compressed payload"
+				     : "payload format not decompressed by the VMM");
 		}
 	}
 
@@ -285,7 +298,7 @@ void boot_write_cpu_tables(struct guest_mem *m)
 {
 	/* GDT: null, null, __BOOT_CS 64-bit code, __BOOT_DS data, a TSS. */
 	const uint64_t gdt[6] = {
-		0, 0, 0x00AF9B000000FFFFULL, 0x00CF93000000FFFFULL, 0x0000890000000067ULL, 0,
+	    0, 0, 0x00AF9B000000FFFFULL, 0x00CF93000000FFFFULL, 0x0000890000000067ULL, 0,
 	};
 	uint64_t entry;
 	guest_mem_write(m, LAYOUT_GDT, gdt, sizeof(gdt));

@@ -31,17 +31,17 @@ struct boot_config {
 };
 
 enum boot_path {
-	BOOT_PATH_BZIMAGE,      /* bzImage entered at its 64-bit entry (+0x200) */
+	BOOT_PATH_BZIMAGE,	     /* bzImage entered at its 64-bit entry (+0x200) */
 	BOOT_PATH_HOST_DECOMPRESSED, /* payload decompressed here, ELF entry */
-	BOOT_PATH_ELF,          /* bare ELF64 vmlinux */
+	BOOT_PATH_ELF,		     /* bare ELF64 vmlinux */
 };
 
 struct boot_result {
 	enum boot_path path;
 	enum payload_format payload;
-	char how[200];      /* one line: which path and why */
+	char how[200];	    /* one line: which path and why */
 	uint16_t protocol;  /* boot protocol version of the image, 0 for ELF */
-	uint64_t entry;     /* RIP */
+	uint64_t entry;	    /* RIP */
 	uint64_t zero_page; /* RSI */
 	uint64_t kernel_start, kernel_end;
 	uint64_t initrd_addr, initrd_size;
@@ -60,8 +60,8 @@ int boot_add_setup_data(struct guest_mem *m, uint64_t zero_page, uint32_t type, 
 void boot_write_cpu_tables(struct guest_mem *m);
 
 /* Segment selectors the 64-bit protocol requires (boot.rst). */
-#define BOOT_CS  0x10
-#define BOOT_DS  0x18
+#define BOOT_CS	 0x10
+#define BOOT_DS	 0x18
 #define BOOT_TSS 0x20
 
 #endif

@@ -16,7 +16,8 @@ int console_open(struct console *c, const char *log_path, struct err *e)
 	if (log_path) {
 		c->out_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (c->out_fd < 0)
-			return err_set(e, EXIT_USAGE, "--console-log %s: %s", log_path, strerror(errno));
+			return err_set(e, EXIT_USAGE, "--console-log %s: %s", log_path,
+				       strerror(errno));
 		c->out_owned = true;
 	}
 	c->in_fd = STDIN_FILENO;
@@ -123,8 +124,7 @@ enum console_input_result console_filter_input(struct console *c, uint8_t *buf, 
 	return CONSOLE_INPUT_DATA;
 }
 
-enum console_input_result console_read_input(struct console *c, uint8_t *buf, size_t cap,
-					     size_t *n)
+enum console_input_result console_read_input(struct console *c, uint8_t *buf, size_t cap, size_t *n)
 {
 	ssize_t r;
 	*n = 0;

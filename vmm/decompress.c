@@ -24,14 +24,14 @@ enum payload_format payload_detect(const uint8_t *p, size_t len)
 		uint8_t n;
 		uint8_t magic[6];
 	} magics[] = {
-		{PAYLOAD_GZIP, 2, {0x1F, 0x8B}},
-		{PAYLOAD_LZ4, 4, {0x02, 0x21, 0x4C, 0x18}},
-		{PAYLOAD_XZ, 6, {0xFD, '7', 'z', 'X', 'Z', 0x00}},
-		{PAYLOAD_ZSTD, 4, {0x28, 0xB5, 0x2F, 0xFD}},
-		{PAYLOAD_ELF, 4, {0x7F, 'E', 'L', 'F'}},
-		{PAYLOAD_BZIP2, 3, {'B', 'Z', 'h'}},
-		{PAYLOAD_LZMA, 3, {0x5D, 0x00, 0x00}},
-		{PAYLOAD_LZO, 4, {0x89, 'L', 'Z', 'O'}},
+	    {PAYLOAD_GZIP, 2, {0x1F, 0x8B}},
+	    {PAYLOAD_LZ4, 4, {0x02, 0x21, 0x4C, 0x18}},
+	    {PAYLOAD_XZ, 6, {0xFD, '7', 'z', 'X', 'Z', 0x00}},
+	    {PAYLOAD_ZSTD, 4, {0x28, 0xB5, 0x2F, 0xFD}},
+	    {PAYLOAD_ELF, 4, {0x7F, 'E', 'L', 'F'}},
+	    {PAYLOAD_BZIP2, 3, {'B', 'Z', 'h'}},
+	    {PAYLOAD_LZMA, 3, {0x5D, 0x00, 0x00}},
+	    {PAYLOAD_LZO, 4, {0x89, 'L', 'Z', 'O'}},
 	};
 	if (len == 0)
 		return PAYLOAD_NONE;
@@ -43,8 +43,9 @@ enum payload_format payload_detect(const uint8_t *p, size_t len)
 
 const char *payload_format_name(enum payload_format f)
 {
-	static const char *const names[] = {"none", "gzip", "lz4", "xz", "zstd",
-					    "uncompressed ELF", "bzip2", "lzma", "lzo", "unknown"};
+	static const char *const names[] = {
+	    "none",  "gzip", "lz4", "xz",     "zstd", "uncompressed ELF",
+	    "bzip2", "lzma", "lzo", "unknown"};
 	return (unsigned)f < sizeof(names) / sizeof(names[0]) ? names[f] : "unknown";
 }
 
@@ -64,9 +65,10 @@ static int payload_trailer_size(const uint8_t *p, size_t len, size_t max_out, si
 	if (*size == 0)
 		return err_set(e, EXIT_USAGE, "compressed payload declares an empty kernel");
 	if (*size > max_out)
-		return err_set(e, EXIT_USAGE,
-			       "decompressed kernel would be %zu MiB, more than guest RAM allows (%zu MiB)",
-			       *size >> 20, max_out >> 20);
+		return err_set(
+		    e, EXIT_USAGE,
+		    "decompressed kernel would be %zu MiB, more than guest RAM allows (%zu MiB)",
+		    *size >> 20, max_out >> 20);
 	return 0;
 }
 
@@ -101,11 +103,13 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 	if (ret != Z_STREAM_END) {
 		free(buf);
 		if (ret == Z_BUF_ERROR && zs.avail_out == 0 && capped_by_ram)
-			return err_set(e, EXIT_USAGE, "gzip payload inflates past %zu MiB of guest RAM",
+			return err_set(e, EXIT_USAGE,
+				       "gzip payload inflates past %zu MiB of guest RAM",
 				       cap >> 20);
 		if (ret == Z_BUF_ERROR && zs.avail_out == 0)
 			return err_set(e, EXIT_USAGE,
-				       "gzip payload is corrupt: it inflates past its declared size of %zu bytes",
+				       "gzip payload is corrupt: it inflates past its declared "
+				       "size of %zu bytes",
 				       cap);
 		return err_set(e, EXIT_USAGE, "gzip payload is corrupt or truncated (zlib: %s)",
 			       zs.msg ? zs.msg : (ret == Z_BUF_ERROR ? "unexpected end" : "error"));
@@ -132,13 +136,14 @@ static int decompress_lz4_legacy(const uint8_t *p, size_t len, size_t max_out, u
 		pos += 4;
 		if (csize == LZ4_LEGACY_MAGIC)
 			continue;
-		if (csize == 0 || csize > end - pos || csize > (uint32_t)LZ4_compressBound(LZ4_LEGACY_BLOCK))
+		if (csize == 0 || csize > end - pos ||
+		    csize > (uint32_t)LZ4_compressBound(LZ4_LEGACY_BLOCK))
 			goto corrupt;
 		size_t room = size - produced;
 		if (room > LZ4_LEGACY_BLOCK)
 			room = LZ4_LEGACY_BLOCK;
-		int n = LZ4_decompress_safe((const char *)p + pos, (char *)buf + produced, (int)csize,
-					    (int)room);
+		int n = LZ4_decompress_safe((const char *)p + pos, (char *)buf + produced,
+					    (int)csize, (int)room);
 		if (n < 0)
 			goto corrupt;
 		produced += (size_t)n;
@@ -151,9 +156,10 @@ static int decompress_lz4_legacy(const uint8_t *p, size_t len, size_t max_out, u
 	return 0;
 corrupt:
 	free(buf);
-	return err_set(e, EXIT_USAGE,
-		       "LZ4 payload is corrupt or truncated (at byte %zu of %zu, %zu of %zu bytes out)",
-		       pos, len, produced, size);
+	return err_set(
+	    e, EXIT_USAGE,
+	    "LZ4 payload is corrupt or truncated (at byte %zu of %zu, %zu of %zu bytes out)", pos,
+	    len, produced, size);
 }
 
 static int decompress_xz(const uint8_t *p, size_t len, size_t max_out, uint8_t **out,
@@ -179,8 +185,8 @@ static int decompress_xz(const uint8_t *p, size_t len, size_t max_out, uint8_t *
 	lzma_end(&xs);
 	if (ret != LZMA_STREAM_END || produced != size) {
 		free(buf);
-		return err_set(e, EXIT_USAGE, "xz payload is corrupt or truncated (liblzma error %d)",
-			       (int)ret);
+		return err_set(e, EXIT_USAGE,
+			       "xz payload is corrupt or truncated (liblzma error %d)", (int)ret);
 	}
 	*out = buf;
 	*out_len = produced;
@@ -223,17 +229,14 @@ int payload_decompress(enum payload_format f, const uint8_t *p, size_t len, size
 		       uint8_t **out, size_t *out_len, struct err *e)
 {
 	switch (f) {
-	case PAYLOAD_GZIP:
-		return decompress_gzip(p, len, max_out, out, out_len, e);
-	case PAYLOAD_LZ4:
-		return decompress_lz4_legacy(p, len, max_out, out, out_len, e);
-	case PAYLOAD_XZ:
-		return decompress_xz(p, len, max_out, out, out_len, e);
-	case PAYLOAD_ZSTD:
-		return decompress_zstd(p, len, max_out, out, out_len, e);
+	case PAYLOAD_GZIP: return decompress_gzip(p, len, max_out, out, out_len, e);
+	case PAYLOAD_LZ4: return decompress_lz4_legacy(p, len, max_out, out, out_len, e);
+	case PAYLOAD_XZ: return decompress_xz(p, len, max_out, out, out_len, e);
+	case PAYLOAD_ZSTD: return decompress_zstd(p, len, max_out, out, out_len, e);
 	case PAYLOAD_ELF:
 		if (len > max_out)
-			return err_set(e, EXIT_USAGE, "uncompressed kernel does not fit in guest RAM");
+			return err_set(e, EXIT_USAGE,
+				       "uncompressed kernel does not fit in guest RAM");
 		*out = malloc(len);
 		if (!*out)
 			return err_set(e, EXIT_HOST, "out of memory");

@@ -11,9 +11,9 @@
 struct err;
 
 enum payload_format {
-	PAYLOAD_NONE,  /* payload_length 0: nothing to decompress */
+	PAYLOAD_NONE, /* payload_length 0: nothing to decompress */
 	PAYLOAD_GZIP,
-	PAYLOAD_LZ4,   /* legacy LZ4 frames, as `lz4 -l` writes them */
+	PAYLOAD_LZ4, /* legacy LZ4 frames, as `lz4 -l` writes them */
 	PAYLOAD_XZ,
 	PAYLOAD_ZSTD,
 	PAYLOAD_ELF,   /* CONFIG_KERNEL_UNCOMPRESSED */

@@ -9,7 +9,8 @@
 
 int elf_is_elf64(const uint8_t *p, size_t len)
 {
-	return len >= sizeof(Elf64_Ehdr) && !memcmp(p, ELFMAG, SELFMAG) && p[EI_CLASS] == ELFCLASS64;
+	return len >= sizeof(Elf64_Ehdr) && !memcmp(p, ELFMAG, SELFMAG) &&
+	       p[EI_CLASS] == ELFCLASS64;
 }
 
 static int elf_phdrs(size_t len, const Elf64_Ehdr *eh, struct err *e)
@@ -17,7 +18,8 @@ static int elf_phdrs(size_t len, const Elf64_Ehdr *eh, struct err *e)
 	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0)
 		return err_set(e, EXIT_USAGE, "ELF kernel has no usable program headers");
 	if (eh->e_phoff > len || (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
-		return err_set(e, EXIT_USAGE, "ELF program headers lie outside the file (truncated?)");
+		return err_set(e, EXIT_USAGE,
+			       "ELF program headers lie outside the file (truncated?)");
 	return 0;
 }
 
@@ -43,20 +45,23 @@ int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image
 		memcpy(&ph, p + eh.e_phoff + i * sizeof(ph), sizeof(ph));
 		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
 			continue;
-		if (ph.p_filesz > ph.p_memsz || ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
+		if (ph.p_filesz > ph.p_memsz || ph.p_offset > len ||
+		    ph.p_filesz > len - ph.p_offset)
 			return err_set(e, EXIT_USAGE,
 				       "ELF segment %u lies outside the file (truncated?)", i);
 		if (ph.p_paddr < LAYOUT_KERNEL_MIN)
-			return err_set(e, EXIT_USAGE,
-				       "ELF segment %u at 0x%llx lies below 1 MiB (BIOS and boot data)", i,
-				       (unsigned long long)ph.p_paddr);
+			return err_set(
+			    e, EXIT_USAGE,
+			    "ELF segment %u at 0x%llx lies below 1 MiB (BIOS and boot data)", i,
+			    (unsigned long long)ph.p_paddr);
 		if (!guest_mem_is_ram(m, ph.p_paddr, ph.p_memsz))
-			return err_set(e, EXIT_USAGE,
-				       "ELF segment %u (0x%llx, %llu KiB) does not fit in guest RAM "
-				       "(%llu MiB); try a larger --memory",
-				       i, (unsigned long long)ph.p_paddr,
-				       (unsigned long long)(ph.p_memsz >> 10),
-				       (unsigned long long)(m->ram_size >> 20));
+			return err_set(
+			    e, EXIT_USAGE,
+			    "ELF segment %u (0x%llx, %llu KiB) does not fit in guest RAM "
+			    "(%llu MiB); try a larger --memory",
+			    i, (unsigned long long)ph.p_paddr,
+			    (unsigned long long)(ph.p_memsz >> 10),
+			    (unsigned long long)(m->ram_size >> 20));
 		if (ph.p_paddr < lo)
 			lo = ph.p_paddr;
 		if (ph.p_paddr + ph.p_memsz > hi)

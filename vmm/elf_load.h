@@ -9,7 +9,7 @@ struct err;
 struct guest_mem;
 
 struct elf_image {
-	uint64_t entry;      /* physical address of the 64-bit entry */
+	uint64_t entry;	     /* physical address of the 64-bit entry */
 	uint64_t load_start; /* lowest PT_LOAD paddr */
 	uint64_t load_end;   /* highest PT_LOAD paddr + memsz */
 };

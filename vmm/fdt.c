@@ -1,22 +1,22 @@
 #include "fdt.h"
 
 #include "err.h"
-#include "layout.h"
 #include "guest_mem.h"
+#include "layout.h"
 
 #include "devices/pci.h"
 #include "devices/uart8250.h"
 
 #include <libfdt.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define FDT_BUF_SIZE (64 * 1024)
+#define FDT_BUF_SIZE   (64 * 1024)
 #define PHANDLE_IOAPIC 1
 
 /* IEEE 1275 PCI binding, phys.hi: space code in bits 25:24. */
-#define PCI_SPACE_IO    0x01000000u
+#define PCI_SPACE_IO	0x01000000u
 #define PCI_SPACE_MEM32 0x02000000u
 #define PCI_SPACE_MEM64 0x03000000u
 
@@ -98,8 +98,9 @@ static int fdt_pci_device(void *fdt, const struct pci_device *d)
 				 : bar->type == PCI_BAR_MEM64 ? PCI_SPACE_MEM64
 							      : PCI_SPACE_MEM32;
 		/* phys.hi: n p t ss bbbbbbbb ddddd fff rrrrrrrr; 'n' set: assigned. */
-		assigned[n++] = cpu_to_fdt32(0x80000000u | space | (bar->prefetch ? 0x40000000u : 0) |
-					     devfn_hi | (uint32_t)(PCI_BAR0 + 4 * i));
+		assigned[n++] =
+		    cpu_to_fdt32(0x80000000u | space | (bar->prefetch ? 0x40000000u : 0) |
+				 devfn_hi | (uint32_t)(PCI_BAR0 + 4 * i));
 		assigned[n++] = cpu_to_fdt32((uint32_t)(bar->mapped_at >> 32));
 		assigned[n++] = cpu_to_fdt32((uint32_t)bar->mapped_at);
 		assigned[n++] = cpu_to_fdt32((uint32_t)(bar->size >> 32));
@@ -128,12 +129,20 @@ static int fdt_pci(void *fdt, const struct pci_bus *pci)
 	ret = ret ? ret : fdt_property(fdt, "reg", conf1, sizeof(conf1));
 	/* ranges: child (3 cells), parent (2), size (2): the I/O and MMIO windows. */
 	fdt32_t ranges[2 * 7] = {
-		cpu_to_fdt32(PCI_SPACE_IO), 0, cpu_to_fdt32((uint32_t)LAYOUT_PCI_IO_START), 0,
-		cpu_to_fdt32((uint32_t)LAYOUT_PCI_IO_START), 0,
-		cpu_to_fdt32((uint32_t)(LAYOUT_PCI_IO_END - LAYOUT_PCI_IO_START)),
-		cpu_to_fdt32(PCI_SPACE_MEM32), 0, cpu_to_fdt32((uint32_t)LAYOUT_PCI_MMIO_START), 0,
-		cpu_to_fdt32((uint32_t)LAYOUT_PCI_MMIO_START), 0,
-		cpu_to_fdt32((uint32_t)(LAYOUT_PCI_MMIO_END - LAYOUT_PCI_MMIO_START)),
+	    cpu_to_fdt32(PCI_SPACE_IO),
+	    0,
+	    cpu_to_fdt32((uint32_t)LAYOUT_PCI_IO_START),
+	    0,
+	    cpu_to_fdt32((uint32_t)LAYOUT_PCI_IO_START),
+	    0,
+	    cpu_to_fdt32((uint32_t)(LAYOUT_PCI_IO_END - LAYOUT_PCI_IO_START)),
+	    cpu_to_fdt32(PCI_SPACE_MEM32),
+	    0,
+	    cpu_to_fdt32((uint32_t)LAYOUT_PCI_MMIO_START),
+	    0,
+	    cpu_to_fdt32((uint32_t)LAYOUT_PCI_MMIO_START),
+	    0,
+	    cpu_to_fdt32((uint32_t)(LAYOUT_PCI_MMIO_END - LAYOUT_PCI_MMIO_START)),
 	};
 	ret = ret ? ret : fdt_property(fdt, "ranges", ranges, sizeof(ranges));
 	/* interrupt-map: (devfn, 0, 0, INTx#) -> IOAPIC pin, level (type 1). */
@@ -183,7 +192,8 @@ int fdt_build_machine(const struct fdt_machine *m, void **blob, size_t *len, str
 	ret = ret ? ret : fdt_finish(fdt);
 	if (ret) {
 		free(fdt);
-		return err_set(e, EXIT_HOST, "building the device tree failed: %s", fdt_strerror(ret));
+		return err_set(e, EXIT_HOST, "building the device tree failed: %s",
+			       fdt_strerror(ret));
 	}
 	*blob = fdt;
 	*len = fdt_totalsize(fdt);

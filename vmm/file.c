@@ -15,7 +15,8 @@ int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf,
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, EXIT_USAGE, "cannot open %s '%s': %s", what, path, strerror(errno));
+		return err_set(e, EXIT_USAGE, "cannot open %s '%s': %s", what, path,
+			       strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return err_set(e, EXIT_USAGE, "%s '%s' is not a regular file", what, path);
@@ -39,7 +40,8 @@ int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf,
 			int err = n < 0 ? errno : EIO;
 			free(p);
 			close(fd);
-			return err_set(e, EXIT_USAGE, "cannot read %s '%s': %s", what, path, strerror(err));
+			return err_set(e, EXIT_USAGE, "cannot read %s '%s': %s", what, path,
+				       strerror(err));
 		}
 		done += (size_t)n;
 	}

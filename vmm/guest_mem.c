@@ -16,7 +16,7 @@ static void guest_mem_layout(struct guest_mem *m, uint8_t *host, uint64_t ram_si
 	m->nregions = 1;
 	if (ram_size > low) {
 		m->regions[1] = (struct guest_region){
-			.gpa = GUEST_4G, .size = ram_size - low, .host = host + low};
+		    .gpa = GUEST_4G, .size = ram_size - low, .host = host + low};
 		m->nregions = 2;
 	}
 }

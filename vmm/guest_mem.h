@@ -14,7 +14,7 @@ struct err;
 
 /* The 32-bit PCI/MMIO hole: RAM stops here and resumes at 4 GiB. */
 #define GUEST_MMIO_HOLE_START 0xC0000000ULL
-#define GUEST_4G              0x100000000ULL
+#define GUEST_4G	      0x100000000ULL
 
 #define GUEST_MEM_MAX_REGIONS 2
 
@@ -28,8 +28,8 @@ struct guest_mem {
 	struct guest_region regions[GUEST_MEM_MAX_REGIONS];
 	int nregions;
 	uint64_t ram_size; /* total bytes of RAM */
-	uint8_t *base;     /* host mapping of all RAM, contiguous */
-	bool owned;        /* base was mmap()ed by guest_mem_create */
+	uint8_t *base;	   /* host mapping of all RAM, contiguous */
+	bool owned;	   /* base was mmap()ed by guest_mem_create */
 };
 
 /* Maps `ram_size` bytes of anonymous memory and lays it out below the hole

@@ -12,23 +12,23 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define KVM_TSS_ADDR      0xFFFBD000UL /* 3 pages below the BIOS area, in the hole */
+#define KVM_TSS_ADDR	   0xFFFBD000UL /* 3 pages below the BIOS area, in the hole */
 #define KVM_IDENT_MAP_ADDR 0xFFFBC000ULL
-#define CPUID_MAX_ENTRIES 256
+#define CPUID_MAX_ENTRIES  256
 
 static const struct {
 	int cap;
 	const char *name;
 } required_caps[] = {
-	{KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP"},
-	{KVM_CAP_IRQFD, "KVM_CAP_IRQFD"},
-	{KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD"},
-	{KVM_CAP_SIGNAL_MSI, "KVM_CAP_SIGNAL_MSI"},
-	{KVM_CAP_IRQ_ROUTING, "KVM_CAP_IRQ_ROUTING"},
-	{KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY"},
-	{KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"},
-	{KVM_CAP_PIT2, "KVM_CAP_PIT2"},
-	{KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID"},
+    {KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP"},
+    {KVM_CAP_IRQFD, "KVM_CAP_IRQFD"},
+    {KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD"},
+    {KVM_CAP_SIGNAL_MSI, "KVM_CAP_SIGNAL_MSI"},
+    {KVM_CAP_IRQ_ROUTING, "KVM_CAP_IRQ_ROUTING"},
+    {KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY"},
+    {KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"},
+    {KVM_CAP_PIT2, "KVM_CAP_PIT2"},
+    {KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID"},
 };
 
 /* On a host without vmx/svm the KVM is nested and page-table based (the
@@ -51,9 +51,9 @@ static bool kvm_detect_emulated_host(void)
 
 const char *kvm_host_kind(const struct kvm *k)
 {
-	return k->emulated_host
-		       ? "nested page-table KVM without hardware virtualisation (guest ring 0 is emulated)"
-		       : "hardware-assisted KVM";
+	return k->emulated_host ? "nested page-table KVM without hardware virtualisation (guest "
+				  "ring 0 is emulated)"
+				: "hardware-assisted KVM";
 }
 
 int kvm_open(struct kvm *k, const char *path, struct err *e)
@@ -66,10 +66,13 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 	if (k->dev_fd < 0) {
 		int err = errno;
 		if (err == ENOENT)
-			return err_set(e, EXIT_HOST, "%s does not exist: KVM is not available on this host", path);
-		if (err == EACCES || err == EPERM)
 			return err_set(e, EXIT_HOST,
-				       "permission denied opening %s (add yourself to the kvm group)", path);
+				       "%s does not exist: KVM is not available on this host",
+				       path);
+		if (err == EACCES || err == EPERM)
+			return err_set(
+			    e, EXIT_HOST,
+			    "permission denied opening %s (add yourself to the kvm group)", path);
 		return err_set(e, EXIT_HOST, "cannot open %s: %s", path, strerror(err));
 	}
 	int api = ioctl(k->dev_fd, KVM_GET_API_VERSION, 0);
@@ -78,12 +81,13 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 			       KVM_API_VERSION);
 	for (size_t i = 0; i < sizeof(required_caps) / sizeof(required_caps[0]); i++)
 		if (ioctl(k->dev_fd, KVM_CHECK_EXTENSION, required_caps[i].cap) <= 0)
-			return err_set(e, EXIT_HOST, "KVM on this host lacks %s, which the VMM needs",
+			return err_set(e, EXIT_HOST,
+				       "KVM on this host lacks %s, which the VMM needs",
 				       required_caps[i].name);
 	/* Optional: without it INTx falls back to KVM_IRQ_LINE. */
 	k->has_irqfd_resample = ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_IRQFD_RESAMPLE) > 0;
 	k->has_emulation_failure_bytes =
-		ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_EXIT_ON_EMULATION_FAILURE) > 0;
+	    ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_EXIT_ON_EMULATION_FAILURE) > 0;
 	k->run_size = ioctl(k->dev_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (k->run_size <= 0)
 		return err_set(e, EXIT_HOST, "KVM_GET_VCPU_MMAP_SIZE failed: %s", strerror(errno));
@@ -92,7 +96,8 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 		k->max_vcpus = ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
 	if (k->max_vcpus <= 0)
 		k->max_vcpus = 1;
-	k->cpuid = calloc(1, sizeof(*k->cpuid) + CPUID_MAX_ENTRIES * sizeof(struct kvm_cpuid_entry2));
+	k->cpuid =
+	    calloc(1, sizeof(*k->cpuid) + CPUID_MAX_ENTRIES * sizeof(struct kvm_cpuid_entry2));
 	if (!k->cpuid)
 		return err_set(e, EXIT_HOST, "out of memory");
 	k->cpuid->nent = CPUID_MAX_ENTRIES;
@@ -126,13 +131,14 @@ int kvm_create_vm(struct kvm *k, struct guest_mem *m, struct err *e)
 	}
 	for (int i = 0; i < m->nregions; i++) {
 		struct kvm_userspace_memory_region r = {
-			.slot = (uint32_t)i,
-			.guest_phys_addr = m->regions[i].gpa,
-			.memory_size = m->regions[i].size,
-			.userspace_addr = (uint64_t)(uintptr_t)m->regions[i].host,
+		    .slot = (uint32_t)i,
+		    .guest_phys_addr = m->regions[i].gpa,
+		    .memory_size = m->regions[i].size,
+		    .userspace_addr = (uint64_t)(uintptr_t)m->regions[i].host,
 		};
 		if (ioctl(k->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0)
-			return err_set(e, EXIT_HOST, "KVM_SET_USER_MEMORY_REGION (%llu MiB at 0x%llx) failed: %s",
+			return err_set(e, EXIT_HOST,
+				       "KVM_SET_USER_MEMORY_REGION (%llu MiB at 0x%llx) failed: %s",
 				       (unsigned long long)(r.memory_size >> 20),
 				       (unsigned long long)r.guest_phys_addr, strerror(errno));
 	}
@@ -143,10 +149,12 @@ int kvm_set_ioapic_id(struct kvm *k, uint8_t id, struct err *e)
 {
 	struct kvm_irqchip chip = {.chip_id = KVM_IRQCHIP_IOAPIC};
 	if (ioctl(k->vm_fd, KVM_GET_IRQCHIP, &chip) < 0)
-		return err_set(e, EXIT_HOST, "KVM_GET_IRQCHIP (IOAPIC) failed: %s", strerror(errno));
+		return err_set(e, EXIT_HOST, "KVM_GET_IRQCHIP (IOAPIC) failed: %s",
+			       strerror(errno));
 	chip.chip.ioapic.id = id;
 	if (ioctl(k->vm_fd, KVM_SET_IRQCHIP, &chip) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_IRQCHIP (IOAPIC) failed: %s", strerror(errno));
+		return err_set(e, EXIT_HOST, "KVM_SET_IRQCHIP (IOAPIC) failed: %s",
+			       strerror(errno));
 	return 0;
 }
 

@@ -12,7 +12,7 @@ struct kvm_cpuid2;
 struct kvm {
 	int dev_fd;
 	int vm_fd;
-	int run_size;  /* mmap size of struct kvm_run */
+	int run_size; /* mmap size of struct kvm_run */
 	int max_vcpus;
 	bool emulated_host; /* nested, page-table based KVM (kvm_pvm): ring 0 emulated */
 	bool has_emulation_failure_bytes;

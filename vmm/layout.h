@@ -19,19 +19,19 @@
 
 #define LAYOUT_BDA_EBDA_SEG   0x40E /* BDA word: EBDA segment */
 #define LAYOUT_BDA_BASE_KIB   0x413 /* BDA word: base memory in KiB */
-#define LAYOUT_GDT            0x500ULL
+#define LAYOUT_GDT	      0x500ULL
 #define LAYOUT_BOOT_STACK     0x8FF0ULL
 #define LAYOUT_ZERO_PAGE      0x7000ULL
-#define LAYOUT_PML4           0x9000ULL
-#define LAYOUT_PDPT           0xA000ULL
-#define LAYOUT_PD             0xB000ULL /* 4 pages */
-#define LAYOUT_CMDLINE        0x20000ULL
+#define LAYOUT_PML4	      0x9000ULL
+#define LAYOUT_PDPT	      0xA000ULL
+#define LAYOUT_PD	      0xB000ULL /* 4 pages */
+#define LAYOUT_CMDLINE	      0x20000ULL
 #define LAYOUT_CMDLINE_MAX    0x10000ULL
 #define LAYOUT_SETUP_DATA     0x30000ULL
 #define LAYOUT_SETUP_DATA_MAX 0x60000ULL
-#define LAYOUT_EBDA           0x9FC00ULL
-#define LAYOUT_BIOS_END       0x100000ULL
-#define LAYOUT_MPTABLE        0xF0000ULL
+#define LAYOUT_EBDA	      0x9FC00ULL
+#define LAYOUT_BIOS_END	      0x100000ULL
+#define LAYOUT_MPTABLE	      0xF0000ULL
 #define LAYOUT_MPTABLE_MAX    0x10000ULL
 #define LAYOUT_KERNEL_MIN     0x100000ULL
 

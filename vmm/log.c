@@ -10,17 +10,38 @@ void log_init(struct log *l, enum log_level level, FILE *out)
 	pthread_mutex_init(&l->lock, NULL);
 }
 
+static void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap);
+
+void log_guest_warn(struct log *l, unsigned *count, const char *fmt, ...)
+{
+	va_list ap;
+	unsigned n = __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+	if (n < LOG_GUEST_LIMIT) {
+		va_start(ap, fmt);
+		log_vmsg(l, LOG_WARN, fmt, ap);
+		va_end(ap);
+	} else if (n == LOG_GUEST_LIMIT) {
+		log_msg(l, LOG_WARN,
+			"(further warnings of this kind from the guest are not shown)");
+	}
+}
+
 void log_msg(struct log *l, enum log_level level, const char *fmt, ...)
 {
-	static const char *const names[] = {"error", "warning", "info", "debug"};
 	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(l, level, fmt, ap);
+	va_end(ap);
+}
+
+static void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap)
+{
+	static const char *const names[] = {"error", "warning", "info", "debug"};
 	if (!l || level > l->level || !l->out)
 		return;
 	pthread_mutex_lock(&l->lock);
 	fprintf(l->out, "vmm: %s: ", names[level]);
-	va_start(ap, fmt);
 	vfprintf(l->out, fmt, ap);
-	va_end(ap);
 	fputs(l->crlf ? "\r\n" : "\n", l->out);
 	fflush(l->out);
 	pthread_mutex_unlock(&l->lock);

@@ -16,7 +16,13 @@ struct log {
 
 void log_init(struct log *l, enum log_level level, FILE *out);
 void log_msg(struct log *l, enum log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
+
+/* For messages a guest can trigger at will: the first LOG_GUEST_LIMIT
+ * through `count` are printed, then one line saying the rest are not. */
+#define LOG_GUEST_LIMIT 10
+void log_guest_warn(struct log *l, unsigned *count, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #define log_error(l, ...) log_msg((l), LOG_ERROR, __VA_ARGS__)
 #define log_warn(l, ...)  log_msg((l), LOG_WARN, __VA_ARGS__)

@@ -57,14 +57,14 @@ struct mpc_intsrc {
 
 enum { MP_PROCESSOR = 0, MP_BUS = 1, MP_IOAPIC = 2, MP_INTSRC = 3, MP_LINTSRC = 4 };
 enum { MP_INT = 0, MP_NMI = 1, MP_EXTINT = 3 };
-#define CPU_ENABLED    1
-#define CPU_BOOTPROC   2
+#define CPU_ENABLED	1
+#define CPU_BOOTPROC	2
 #define MPC_APIC_USABLE 1
-#define MP_IRQ_CONFORM 0x00
+#define MP_IRQ_CONFORM	0x00
 /* Level-triggered (bits 3:2 = 11), active low (bits 1:0 = 11): PCI INTx. */
 #define MP_IRQ_PCI_LEVEL_LOW 0x0F
-#define LAPIC_VERSION  0x14
-#define IOAPIC_VERSION 0x11
+#define LAPIC_VERSION	     0x14
+#define IOAPIC_VERSION	     0x11
 
 static uint8_t mp_checksum(const uint8_t *p, size_t len)
 {
@@ -113,12 +113,12 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 	w.len = table_off + sizeof(hdr);
 	for (unsigned i = 0; i < c->ncpus; i++) {
 		struct mpc_cpu cpu = {
-			.type = MP_PROCESSOR,
-			.apicid = (uint8_t)i,
-			.apicver = LAPIC_VERSION,
-			.cpuflag = (uint8_t)(CPU_ENABLED | (i == 0 ? CPU_BOOTPROC : 0)),
-			.cpufeature_sig = c->cpu_signature,
-			.featureflag = c->cpu_features,
+		    .type = MP_PROCESSOR,
+		    .apicid = (uint8_t)i,
+		    .apicver = LAPIC_VERSION,
+		    .cpuflag = (uint8_t)(CPU_ENABLED | (i == 0 ? CPU_BOOTPROC : 0)),
+		    .cpufeature_sig = c->cpu_signature,
+		    .featureflag = c->cpu_features,
 		};
 		mp_put(&w, &cpu, sizeof(cpu));
 	}
@@ -158,7 +158,7 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 	hdr.lapic = (uint32_t)LAYOUT_LAPIC_BASE;
 	memcpy(w.buf + table_off, &hdr, sizeof(hdr));
 	w.buf[table_off + offsetof(struct mpc_table, checksum)] =
-		mp_checksum(w.buf + table_off, hdr.length);
+	    mp_checksum(w.buf + table_off, hdr.length);
 
 	memset(&mpf, 0, sizeof(mpf));
 	memcpy(mpf.signature, "_MP_", 4);

@@ -17,15 +17,15 @@ struct guest_mem;
 #define MP_BUS_ISA 1
 
 struct mp_pci_irq {
-	uint8_t slot;        /* PCI device number */
-	uint8_t intx;        /* 1 = INTA# .. 4 = INTD# */
-	uint8_t ioapic_pin;  /* 16..23 */
+	uint8_t slot;	    /* PCI device number */
+	uint8_t intx;	    /* 1 = INTA# .. 4 = INTD# */
+	uint8_t ioapic_pin; /* 16..23 */
 };
 
 struct mp_config {
 	unsigned ncpus;
 	uint32_t cpu_signature; /* CPUID.1:EAX */
-	uint32_t cpu_features;  /* CPUID.1:EDX */
+	uint32_t cpu_features;	/* CPUID.1:EDX */
 	const struct mp_pci_irq *pci_irqs;
 	size_t npci_irqs;
 };

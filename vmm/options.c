@@ -11,37 +11,56 @@
 #include <string.h>
 
 enum {
-	OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_NO_DEFAULT_CMDLINE, OPT_MEMORY, OPT_CPUS,
-	OPT_TIMEOUT, OPT_CONSOLE_LOG, OPT_GUEST_DECOMPRESS, OPT_BOOT_TIMER, OPT_VERSION,
-	OPT_DEVICE, OPT_IRQ_MODE, OPT_MSI_DELIVERY, OPT_INTX_DELIVERY, OPT_STATS, OPT_DUMP_DTB, OPT_DTB, OPT_DISK, OPT_RNG, OPT_CONSOLE, OPT_NET,
+	OPT_KERNEL = 256,
+	OPT_INITRD,
+	OPT_CMDLINE,
+	OPT_NO_DEFAULT_CMDLINE,
+	OPT_MEMORY,
+	OPT_CPUS,
+	OPT_TIMEOUT,
+	OPT_CONSOLE_LOG,
+	OPT_GUEST_DECOMPRESS,
+	OPT_BOOT_TIMER,
+	OPT_VERSION,
+	OPT_DEVICE,
+	OPT_IRQ_MODE,
+	OPT_MSI_DELIVERY,
+	OPT_INTX_DELIVERY,
+	OPT_STATS,
+	OPT_DUMP_DTB,
+	OPT_DTB,
+	OPT_DISK,
+	OPT_RNG,
+	OPT_CONSOLE,
+	OPT_NET,
 };
 
 static const struct option long_options[] = {
-	{"kernel", required_argument, NULL, OPT_KERNEL},
-	{"initrd", required_argument, NULL, OPT_INITRD},
-	{"cmdline", required_argument, NULL, OPT_CMDLINE},
-	{"no-default-cmdline", no_argument, NULL, OPT_NO_DEFAULT_CMDLINE},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"cpus", required_argument, NULL, OPT_CPUS},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"console-log", required_argument, NULL, OPT_CONSOLE_LOG},
-	{"guest-decompress", no_argument, NULL, OPT_GUEST_DECOMPRESS},
-	{"boot-timer", no_argument, NULL, OPT_BOOT_TIMER},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, OPT_VERSION},
-	{"device", required_argument, NULL, OPT_DEVICE},
-	{"irq-mode", required_argument, NULL, OPT_IRQ_MODE},
-	{"msi-delivery", required_argument, NULL, OPT_MSI_DELIVERY},
-	{"intx-delivery", required_argument, NULL, OPT_INTX_DELIVERY},
-	{"stats", no_argument, NULL, OPT_STATS},
-	{"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
-	{"dtb", no_argument, NULL, OPT_DTB},
-	{"disk", required_argument, NULL, OPT_DISK},
-	{"rng", no_argument, NULL, OPT_RNG},
-	{"console", required_argument, NULL, OPT_CONSOLE},
-	{"net", required_argument, NULL, OPT_NET},
-	{NULL, 0, NULL, 0},
+    {"kernel", required_argument, NULL, OPT_KERNEL},
+    {"initrd", required_argument, NULL, OPT_INITRD},
+    {"cmdline", required_argument, NULL, OPT_CMDLINE},
+    {"no-default-cmdline", no_argument, NULL, OPT_NO_DEFAULT_CMDLINE},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"console-log", required_argument, NULL, OPT_CONSOLE_LOG},
+    {"guest-decompress", no_argument, NULL, OPT_GUEST_DECOMPRESS},
+    {"boot-timer", no_argument, NULL, OPT_BOOT_TIMER},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"irq-mode", required_argument, NULL, OPT_IRQ_MODE},
+    {"msi-delivery", required_argument, NULL, OPT_MSI_DELIVERY},
+    {"intx-delivery", required_argument, NULL, OPT_INTX_DELIVERY},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
+    {"dtb", no_argument, NULL, OPT_DTB},
+    {"disk", required_argument, NULL, OPT_DISK},
+    {"rng", no_argument, NULL, OPT_RNG},
+    {"console", required_argument, NULL, OPT_CONSOLE},
+    {"net", required_argument, NULL, OPT_NET},
+    {NULL, 0, NULL, 0},
 };
 
 void options_print_help(FILE *out, const char *argv0)
@@ -138,8 +157,8 @@ static int parse_device(struct vm_options *o, const char *arg, struct err *e)
 	struct device_spec d = {.kind = DEVICE_TESTDEV, .vectors = 8, .slot = -1};
 	char *tok = strtok_r(buf, ",", &save);
 	if (!tok || strcmp(tok, "testdev"))
-		return err_set(e, EXIT_USAGE, "--device %s: unknown device '%s' (known: testdev)", arg,
-			       tok ? tok : "");
+		return err_set(e, EXIT_USAGE, "--device %s: unknown device '%s' (known: testdev)",
+			       arg, tok ? tok : "");
 	while ((tok = strtok_r(NULL, ",", &save))) {
 		if (!strncmp(tok, "vectors=", 8)) {
 			if (parse_u64("--device vectors", tok + 8, 1, 2048, &v, e))
@@ -150,7 +169,8 @@ static int parse_device(struct vm_options *o, const char *arg, struct err *e)
 				return -1;
 			d.slot = (int)v;
 		} else {
-			return err_set(e, EXIT_USAGE, "--device %s: unknown property '%s'", arg, tok);
+			return err_set(e, EXIT_USAGE, "--device %s: unknown property '%s'", arg,
+				       tok);
 		}
 	}
 	o->devices[o->ndevices++] = d;
@@ -174,8 +194,8 @@ static int parse_disk(struct vm_options *o, char *arg, struct err *e)
 		else if (!strcmp(tok, "direct"))
 			d.direct = true;
 		else
-			return err_set(e, EXIT_USAGE, "--disk %s: unknown flag '%s' (ro, direct)", d.path,
-				       tok);
+			return err_set(e, EXIT_USAGE, "--disk %s: unknown flag '%s' (ro, direct)",
+				       d.path, tok);
 	}
 	o->devices[o->ndevices++] = d;
 	return 0;
@@ -204,9 +224,11 @@ static int parse_net(struct vm_options *o, char *arg, struct err *e)
 		if (strncmp(tok, "mac=", 4) ||
 		    sscanf(tok + 4, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4],
 			   &m[5], &extra) != 6)
-			return err_set(e, EXIT_USAGE, "--net: bad property '%s' (mac=XX:XX:XX:XX:XX:XX)", tok);
+			return err_set(e, EXIT_USAGE,
+				       "--net: bad property '%s' (mac=XX:XX:XX:XX:XX:XX)", tok);
 		if (m[0] & 1)
-			return err_set(e, EXIT_USAGE, "--net %s: a multicast MAC cannot be a NIC's", tok);
+			return err_set(e, EXIT_USAGE, "--net %s: a multicast MAC cannot be a NIC's",
+				       tok);
 		for (int i = 0; i < 6; i++)
 			d.mac[i] = (uint8_t)m[i];
 		d.has_mac = true;
@@ -248,10 +270,11 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 		case OPT_TIMEOUT:
 			errno = 0;
 			o->timeout_s = strtod(optarg, &end);
-			if (errno || *end || !*optarg || !isfinite(o->timeout_s) || o->timeout_s <= 0 ||
-			    o->timeout_s > 1e7)
-				return err_set(e, EXIT_USAGE,
-					       "--timeout: '%s' is not a positive number of seconds", optarg);
+			if (errno || *end || !*optarg || !isfinite(o->timeout_s) ||
+			    o->timeout_s <= 0 || o->timeout_s > 1e7)
+				return err_set(
+				    e, EXIT_USAGE,
+				    "--timeout: '%s' is not a positive number of seconds", optarg);
 			break;
 		case OPT_CONSOLE_LOG: o->console_log = optarg; break;
 		case OPT_GUEST_DECOMPRESS: o->guest_decompress = true; break;
@@ -269,7 +292,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 			else if (!strcmp(optarg, "intx"))
 				o->irq_mode = IRQ_MODE_INTX;
 			else
-				return err_set(e, EXIT_USAGE, "--irq-mode %s: use msix or intx", optarg);
+				return err_set(e, EXIT_USAGE, "--irq-mode %s: use msix or intx",
+					       optarg);
 			break;
 		case OPT_MSI_DELIVERY:
 			if (!strcmp(optarg, "irqfd"))
@@ -277,7 +301,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 			else if (!strcmp(optarg, "signal"))
 				o->msi_delivery = IRQ_MSI_SIGNAL;
 			else
-				return err_set(e, EXIT_USAGE, "--msi-delivery %s: use irqfd or signal", optarg);
+				return err_set(e, EXIT_USAGE,
+					       "--msi-delivery %s: use irqfd or signal", optarg);
 			break;
 		case OPT_INTX_DELIVERY:
 			if (!strcmp(optarg, "resample"))
@@ -285,8 +310,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 			else if (!strcmp(optarg, "line"))
 				o->intx_delivery = IRQ_INTX_LINE;
 			else
-				return err_set(e, EXIT_USAGE, "--intx-delivery %s: use resample or line",
-					       optarg);
+				return err_set(e, EXIT_USAGE,
+					       "--intx-delivery %s: use resample or line", optarg);
 			break;
 		case OPT_STATS: o->stats = true; break;
 		case OPT_DUMP_DTB: o->dump_dtb = optarg; break;
@@ -296,7 +321,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 				return -1;
 			break;
 		case OPT_RNG:
-			if (add_device(o, (struct device_spec){.kind = DEVICE_VIRTIO_RNG, .slot = -1},
+			if (add_device(o,
+				       (struct device_spec){.kind = DEVICE_VIRTIO_RNG, .slot = -1},
 				       "--rng", e))
 				return -1;
 			break;
@@ -305,12 +331,15 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 				o->virtio_console = false;
 			} else if (!strcmp(optarg, "virtio")) {
 				if (!o->virtio_console &&
-				    add_device(o, (struct device_spec){.kind = DEVICE_VIRTIO_CONSOLE, .slot = -1},
+				    add_device(o,
+					       (struct device_spec){.kind = DEVICE_VIRTIO_CONSOLE,
+								    .slot = -1},
 					       "--console", e))
 					return -1;
 				o->virtio_console = true;
 			} else {
-				return err_set(e, EXIT_USAGE, "--console %s: use serial or virtio", optarg);
+				return err_set(e, EXIT_USAGE, "--console %s: use serial or virtio",
+					       optarg);
 			}
 			break;
 		case OPT_NET:
@@ -320,11 +349,13 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 		case ':':
 			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
 		default:
-			return err_set(e, EXIT_USAGE, "unknown option '%s' (see --help)", argv[optind - 1]);
+			return err_set(e, EXIT_USAGE, "unknown option '%s' (see --help)",
+				       argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return err_set(e, EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+		return err_set(e, EXIT_USAGE, "unexpected argument '%s' (see --help)",
+			       argv[optind]);
 	if (o->help || o->version)
 		return 0;
 	if (!o->kernel)
@@ -335,8 +366,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 char *options_kernel_cmdline(const struct vm_options *o)
 {
 	const char *base = o->no_default_cmdline ? ""
-			   : o->virtio_console ? VMM_DEFAULT_CMDLINE_HVC
-					       : VMM_DEFAULT_CMDLINE;
+			   : o->virtio_console	 ? VMM_DEFAULT_CMDLINE_HVC
+						 : VMM_DEFAULT_CMDLINE;
 	const char *extra = o->cmdline_extra ? o->cmdline_extra : "";
 	size_t n = strlen(base) + strlen(extra) + 2;
 	char *s = malloc(n);

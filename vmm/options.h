@@ -16,14 +16,19 @@ struct err;
 
 #define VMM_MAX_DEVICES 16
 
-enum device_kind { DEVICE_TESTDEV, DEVICE_VIRTIO_BLK, DEVICE_VIRTIO_RNG, DEVICE_VIRTIO_CONSOLE,
-		   DEVICE_VIRTIO_NET };
+enum device_kind {
+	DEVICE_TESTDEV,
+	DEVICE_VIRTIO_BLK,
+	DEVICE_VIRTIO_RNG,
+	DEVICE_VIRTIO_CONSOLE,
+	DEVICE_VIRTIO_NET
+};
 
 /* One PCI device from --device, --disk or --rng, in command-line order. */
 struct device_spec {
 	enum device_kind kind;
 	unsigned vectors; /* testdev: MSI-X table size */
-	int slot;         /* -1: next free */
+	int slot;	  /* -1: next free */
 	const char *path; /* virtio-blk: the file; virtio-net: the tap name */
 	bool readonly, direct;
 	bool has_mac;
@@ -50,9 +55,9 @@ struct vm_options {
 	int msi_delivery;  /* enum irq_msi_delivery */
 	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
 	bool stats;
-	bool virtio_console; /* --console virtio: stdin/stdout on hvc0 */
+	bool virtio_console;  /* --console virtio: stdin/stdout on hvc0 */
 	const char *dump_dtb; /* write the device tree here */
-	bool dtb;             /* hand it to the guest (SETUP_DTB) */
+	bool dtb;	      /* hand it to the guest (SETUP_DTB) */
 	bool help, version;
 };
 

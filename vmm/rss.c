@@ -14,7 +14,8 @@ long rss_kib_excluding(const void *base, uint64_t len)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long start, end, kib;
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
 			skip = start >= lo && end <= hi;
 			continue;
 		}

@@ -16,24 +16,23 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MSR_IA32_SYSENTER_CS  0x174
-#define MSR_IA32_SYSENTER_ESP 0x175
-#define MSR_IA32_SYSENTER_EIP 0x176
-#define MSR_IA32_MISC_ENABLE  0x1A0
-#define MSR_MTRR_DEF_TYPE     0x2FF
-#define MSR_STAR              0xC0000081
-#define MSR_LSTAR             0xC0000082
-#define MSR_CSTAR             0xC0000083
-#define MSR_SYSCALL_MASK      0xC0000084
-#define MSR_KERNEL_GS_BASE    0xC0000102
+#define MSR_IA32_SYSENTER_CS	0x174
+#define MSR_IA32_SYSENTER_ESP	0x175
+#define MSR_IA32_SYSENTER_EIP	0x176
+#define MSR_IA32_MISC_ENABLE	0x1A0
+#define MSR_MTRR_DEF_TYPE	0x2FF
+#define MSR_STAR		0xC0000081
+#define MSR_LSTAR		0xC0000082
+#define MSR_CSTAR		0xC0000083
+#define MSR_SYSCALL_MASK	0xC0000084
+#define MSR_KERNEL_GS_BASE	0xC0000102
 #define MISC_ENABLE_FAST_STRING 1
-#define MTRR_ENABLE_WB        ((1u << 11) | 6) /* MTRRs on, default write-back */
+#define MTRR_ENABLE_WB		((1u << 11) | 6) /* MTRRs on, default write-back */
 
-#define APIC_LVT_LINT0 0x350
-#define APIC_LVT_LINT1 0x360
+#define APIC_LVT_LINT0	 0x350
+#define APIC_LVT_LINT1	 0x360
 #define APIC_MODE_EXTINT (7u << 8)
-#define APIC_MODE_NMI    (4u << 8)
-
+#define APIC_MODE_NMI	 (4u << 8)
 
 static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 {
@@ -56,11 +55,8 @@ static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 		case 0x1F:
 			en->edx = v->id; /* x2APIC ID */
 			break;
-		case 0x40000000:
-			have_kvm_leaf = 1;
-			break;
-		default:
-			break;
+		case 0x40000000: have_kvm_leaf = 1; break;
+		default: break;
 		}
 	}
 	if (!have_kvm_leaf) {
@@ -80,10 +76,16 @@ static int vcpu_set_msrs(struct vcpu *v, struct err *e)
 		uint32_t index;
 		uint64_t value;
 	} init[] = {
-		{MSR_IA32_SYSENTER_CS, 0}, {MSR_IA32_SYSENTER_ESP, 0}, {MSR_IA32_SYSENTER_EIP, 0},
-		{MSR_STAR, 0}, {MSR_LSTAR, 0}, {MSR_CSTAR, 0}, {MSR_SYSCALL_MASK, 0},
-		{MSR_KERNEL_GS_BASE, 0}, {MSR_IA32_MISC_ENABLE, MISC_ENABLE_FAST_STRING},
-		{MSR_MTRR_DEF_TYPE, MTRR_ENABLE_WB},
+	    {MSR_IA32_SYSENTER_CS, 0},
+	    {MSR_IA32_SYSENTER_ESP, 0},
+	    {MSR_IA32_SYSENTER_EIP, 0},
+	    {MSR_STAR, 0},
+	    {MSR_LSTAR, 0},
+	    {MSR_CSTAR, 0},
+	    {MSR_SYSCALL_MASK, 0},
+	    {MSR_KERNEL_GS_BASE, 0},
+	    {MSR_IA32_MISC_ENABLE, MISC_ENABLE_FAST_STRING},
+	    {MSR_MTRR_DEF_TYPE, MTRR_ENABLE_WB},
 	};
 	const unsigned n = sizeof(init) / sizeof(init[0]);
 	struct {
@@ -100,8 +102,9 @@ static int vcpu_set_msrs(struct vcpu *v, struct err *e)
 	if (ret < 0)
 		return err_set(e, EXIT_HOST, "KVM_SET_MSRS failed: %s", strerror(errno));
 	if ((unsigned)ret != n)
-		log_debug(&v->vm->log, "vCPU %u: KVM accepted %d of %u initial MSRs (MSR 0x%x refused)",
-			  v->id, ret, n, init[ret].index);
+		log_debug(&v->vm->log,
+			  "vCPU %u: KVM accepted %d of %u initial MSRs (MSR 0x%x refused)", v->id,
+			  ret, n, init[ret].index);
 	return 0;
 }
 
@@ -134,7 +137,8 @@ int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e)
 	v->run = mmap(NULL, (size_t)vm->kvm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
 		v->run = NULL;
-		return err_set(e, EXIT_HOST, "mmap of vCPU %u run area failed: %s", id, strerror(errno));
+		return err_set(e, EXIT_HOST, "mmap of vCPU %u run area failed: %s", id,
+			       strerror(errno));
 	}
 	if (vcpu_set_cpuid(v, e) || vcpu_set_msrs(v, e) || vcpu_set_lapic(v, e))
 		return -1;
@@ -151,12 +155,28 @@ int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *
 	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return err_set(e, EXIT_HOST, "KVM_GET_SREGS failed: %s", strerror(errno));
 	/* boot.rst 64-bit protocol: long mode, paging, flat __BOOT_CS/__BOOT_DS. */
-	struct kvm_segment code = {.base = 0, .limit = 0xFFFFFFFF, .selector = BOOT_CS, .type = 0xB,
-				   .present = 1, .dpl = 0, .db = 0, .s = 1, .l = 1, .g = 1};
-	struct kvm_segment data = {.base = 0, .limit = 0xFFFFFFFF, .selector = BOOT_DS, .type = 0x3,
-				   .present = 1, .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1};
-	struct kvm_segment tss = {.base = 0, .limit = 0x67, .selector = BOOT_TSS, .type = 0xB,
-				  .present = 1, .s = 0};
+	struct kvm_segment code = {.base = 0,
+				   .limit = 0xFFFFFFFF,
+				   .selector = BOOT_CS,
+				   .type = 0xB,
+				   .present = 1,
+				   .dpl = 0,
+				   .db = 0,
+				   .s = 1,
+				   .l = 1,
+				   .g = 1};
+	struct kvm_segment data = {.base = 0,
+				   .limit = 0xFFFFFFFF,
+				   .selector = BOOT_DS,
+				   .type = 0x3,
+				   .present = 1,
+				   .dpl = 0,
+				   .db = 1,
+				   .s = 1,
+				   .l = 0,
+				   .g = 1};
+	struct kvm_segment tss = {
+	    .base = 0, .limit = 0x67, .selector = BOOT_TSS, .type = 0xB, .present = 1, .s = 0};
 	s.cs = code;
 	s.ds = s.es = s.fs = s.gs = s.ss = data;
 	s.tr = tss;
@@ -166,7 +186,7 @@ int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *
 	s.idt.limit = 0;
 	s.cr0 = 0x80050033; /* PG WP AM NE ET MP PE */
 	s.cr3 = LAYOUT_PML4;
-	s.cr4 = 0x20; /* PAE */
+	s.cr4 = 0x20;	/* PAE */
 	s.efer = 0x500; /* LME | LMA */
 	if (ioctl(v->fd, KVM_SET_SREGS, &s) < 0)
 		return err_set(e, EXIT_HOST, "KVM_SET_SREGS failed: %s", strerror(errno));
@@ -205,7 +225,6 @@ static void vcpu_handle_mmio(struct vcpu *v)
 		bus_read(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len);
 }
 
-
 static void vcpu_handle_internal_error(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
@@ -213,7 +232,8 @@ static void vcpu_handle_internal_error(struct vcpu *v)
 	unsigned n = 0;
 	if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION) {
 		if ((run->emulation_failure.ndata >= 3) &&
-		    (run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES) &&
+		    (run->emulation_failure.flags &
+		     KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES) &&
 		    run->emulation_failure.insn_size > 0) {
 			n = run->emulation_failure.insn_size;
 			if (n > sizeof(run->emulation_failure.insn_bytes))
@@ -221,13 +241,15 @@ static void vcpu_handle_internal_error(struct vcpu *v)
 			memcpy(insn, run->emulation_failure.insn_bytes, n);
 		} else {
 			struct kvm_regs r;
-			if (ioctl(v->fd, KVM_GET_REGS, &r) == 0 && vcpu_fetch_insn(v, r.rip, insn, 15) == 0)
+			if (ioctl(v->fd, KVM_GET_REGS, &r) == 0 &&
+			    vcpu_fetch_insn(v, r.rip, insn, 15) == 0)
 				n = 15;
 		}
 		if (vcpu_emulation_fallback(v, insn, n) == 0)
 			return;
 		vcpu_dump_state(v, "instruction emulation failed", insn, n);
-		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest hit an instruction KVM cannot emulate");
+		vm_request_stop(v->vm, EXIT_GUEST_CRASH,
+				"guest hit an instruction KVM cannot emulate");
 		return;
 	}
 	char what[96];
@@ -251,8 +273,7 @@ static void vcpu_dispatch(struct vcpu *v)
 		break;
 	case KVM_EXIT_INTR:
 	case KVM_EXIT_HLT:
-	case KVM_EXIT_IRQ_WINDOW_OPEN:
-		break;
+	case KVM_EXIT_IRQ_WINDOW_OPEN: break;
 	case KVM_EXIT_SHUTDOWN:
 		vcpu_dump_state(v, "triple fault (KVM_EXIT_SHUTDOWN)", NULL, 0);
 		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest triple fault");
@@ -263,9 +284,7 @@ static void vcpu_dispatch(struct vcpu *v)
 		else
 			vm_request_stop(v->vm, EXIT_GUEST_OFF, "guest shutdown or reset");
 		break;
-	case KVM_EXIT_INTERNAL_ERROR:
-		vcpu_handle_internal_error(v);
-		break;
+	case KVM_EXIT_INTERNAL_ERROR: vcpu_handle_internal_error(v); break;
 	case KVM_EXIT_FAIL_ENTRY: {
 		char what[96];
 		snprintf(what, sizeof(what), "VM entry failed, hardware reason 0x%llx",
@@ -309,7 +328,8 @@ static void *vcpu_thread(void *arg)
 				vcpu_consume_kick();
 				continue;
 			}
-			log_error(&v->vm->log, "vCPU %u: KVM_RUN failed: %s", v->id, strerror(errno));
+			log_error(&v->vm->log, "vCPU %u: KVM_RUN failed: %s", v->id,
+				  strerror(errno));
 			vm_request_stop(v->vm, EXIT_HOST, "KVM_RUN failed");
 			break;
 		}

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <sys/ioctl.h>
 
-#define PTE_P  1ULL
-#define PTE_PS (1ULL << 7)
+#define PTE_P	 1ULL
+#define PTE_PS	 (1ULL << 7)
 #define PTE_ADDR 0x000FFFFFFFFFF000ULL
 
 /* Linear -> physical through 4-level paging (Intel SDM vol. 3, 4.5). */
@@ -102,21 +102,29 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 		snprintf(bytes + 3 * i, 4, "%02x ", insn[i]);
 	log_error(log, "vCPU %u: %s at RIP 0x%016llx (CS 0x%04x, CPL %u, %s)", v->id, what,
 		  (unsigned long long)r.rip, s.cs.selector, s.cs.dpl,
-		  s.cs.l ? "64-bit" : (s.cr0 & 1) ? "protected mode" : "real mode");
+		  s.cs.l	? "64-bit"
+		  : (s.cr0 & 1) ? "protected mode"
+				: "real mode");
 	log_error(log, "  instruction bytes: %s", insn ? bytes : "(unreadable)");
 	const char *hint = insn && v->vm->kvm.emulated_host ? vcpu_insn_hint(insn, insn_len) : NULL;
 	if (hint)
-		log_error(log, "  hint: %s (the set measured to work here: "
-			       "clearcpuid=popcnt,smap,smep,xsave,cx16,avx,avx2,avx512f)", hint);
-	log_error(log, "  RAX %016llx RBX %016llx RCX %016llx RDX %016llx", (unsigned long long)r.rax,
-		  (unsigned long long)r.rbx, (unsigned long long)r.rcx, (unsigned long long)r.rdx);
-	log_error(log, "  RSI %016llx RDI %016llx RSP %016llx RBP %016llx", (unsigned long long)r.rsi,
-		  (unsigned long long)r.rdi, (unsigned long long)r.rsp, (unsigned long long)r.rbp);
+		log_error(log,
+			  "  hint: %s (the set measured to work here: "
+			  "clearcpuid=popcnt,smap,smep,xsave,cx16,avx,avx2,avx512f)",
+			  hint);
+	log_error(log, "  RAX %016llx RBX %016llx RCX %016llx RDX %016llx",
+		  (unsigned long long)r.rax, (unsigned long long)r.rbx, (unsigned long long)r.rcx,
+		  (unsigned long long)r.rdx);
+	log_error(log, "  RSI %016llx RDI %016llx RSP %016llx RBP %016llx",
+		  (unsigned long long)r.rsi, (unsigned long long)r.rdi, (unsigned long long)r.rsp,
+		  (unsigned long long)r.rbp);
 	log_error(log, "  RFLAGS %08llx CR0 %08llx CR2 %016llx CR3 %016llx CR4 %08llx EFER %llx",
-		  (unsigned long long)r.rflags, (unsigned long long)s.cr0, (unsigned long long)s.cr2,
-		  (unsigned long long)s.cr3, (unsigned long long)s.cr4, (unsigned long long)s.efer);
+		  (unsigned long long)r.rflags, (unsigned long long)s.cr0,
+		  (unsigned long long)s.cr2, (unsigned long long)s.cr3, (unsigned long long)s.cr4,
+		  (unsigned long long)s.efer);
 	log_error(log, "  host: %s", kvm_host_kind(&v->vm->kvm));
 	if (v->vm->kvm.emulated_host && s.cs.dpl == 0)
-		log_error(log, "  note: this host emulates guest ring 0 instruction by instruction and "
-			       "does not know every instruction (see notes/kvm-host.md)");
+		log_error(log,
+			  "  note: this host emulates guest ring 0 instruction by instruction and "
+			  "does not know every instruction (see notes/kvm-host.md)");
 }

@@ -7,16 +7,16 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#define X86_RFLAGS_AC (1ULL << 18)
-#define X86_CR0_MP    0x2ULL
-#define X86_CR0_TS    0x8ULL
-#define X86_CR0_EM    0x4ULL
+#define X86_RFLAGS_AC  (1ULL << 18)
+#define X86_CR0_MP     0x2ULL
+#define X86_CR0_TS     0x8ULL
+#define X86_CR0_EM     0x4ULL
 #define X86_CR4_OSFXSR 0x200ULL
-#define FSW_ES        0x80
+#define FSW_ES	       0x80
 #define MXCSR_RESERVED 0xFFFF0000u /* bits that must be zero (no DAZ probing) */
 
-const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT] = {"int3", "clac", "stac", "fwait",
-							      "ldmxcsr", "stmxcsr"};
+const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT] = {"int3",  "clac",	  "stac",
+							      "fwait", "ldmxcsr", "stmxcsr"};
 
 static int vcpu_inject_exception(struct vcpu *v, uint8_t nr, int has_error, uint32_t error)
 {
@@ -69,7 +69,8 @@ int insn_decode_mem(const uint8_t *insn, unsigned n, const struct kvm_regs *r,
 	if (rm == 4) { /* SIB */
 		if (i >= n)
 			return -1;
-		uint8_t sib = insn[i++], base = sib & 7, index = ((sib >> 3) & 7) | ((rex & 2) << 2);
+		uint8_t sib = insn[i++], base = sib & 7,
+			index = ((sib >> 3) & 7) | ((rex & 2) << 2);
 		if (index != 4)
 			ea += reg_by_number(r, index) << (sib >> 6);
 		if (base == 5 && mod == 0) {
@@ -112,13 +113,14 @@ int insn_decode_mem(const uint8_t *insn, unsigned n, const struct kvm_regs *r,
 }
 
 /* ldmxcsr / stmxcsr m32 (0F AE /2, /3): SDM vol. 2, LDMXCSR. */
-static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n,
-			       struct kvm_regs *r, const struct kvm_sregs *s)
+static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n, struct kvm_regs *r,
+			       const struct kvm_sregs *s)
 {
 	struct insn_mem_operand op;
 	struct kvm_fpu fpu;
 	uint32_t val;
-	if (insn_decode_mem(insn, n, r, s, &op) || op.opcode != 0xAE || (op.reg != 2 && op.reg != 3))
+	if (insn_decode_mem(insn, n, r, s, &op) || op.opcode != 0xAE ||
+	    (op.reg != 2 && op.reg != 3))
 		return -1;
 	if ((s->cr0 & X86_CR0_EM) || !(s->cr4 & X86_CR4_OSFXSR))
 		return vcpu_inject_exception(v, 6, 0, 0); /* #UD */
@@ -142,8 +144,8 @@ static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n,
 	r->rip += op.length;
 	if (ioctl(v->fd, KVM_SET_REGS, r) < 0)
 		return -1;
-	atomic_fetch_add(&v->stats.fallbacks[op.reg == 2 ? VCPU_FALLBACK_LDMXCSR
-							 : VCPU_FALLBACK_STMXCSR], 1);
+	atomic_fetch_add(
+	    &v->stats.fallbacks[op.reg == 2 ? VCPU_FALLBACK_LDMXCSR : VCPU_FALLBACK_STMXCSR], 1);
 	return 0;
 }
 
@@ -183,7 +185,8 @@ int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n)
 		r.rip += 3;
 		if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
 			return -1;
-		atomic_fetch_add(&v->stats.fallbacks[stac ? VCPU_FALLBACK_STAC : VCPU_FALLBACK_CLAC], 1);
+		atomic_fetch_add(
+		    &v->stats.fallbacks[stac ? VCPU_FALLBACK_STAC : VCPU_FALLBACK_CLAC], 1);
 		return 0;
 	}
 	if (s.cs.l && vcpu_mxcsr_fallback(v, insn, n, &r, &s) == 0)

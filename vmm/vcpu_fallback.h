@@ -17,8 +17,8 @@ int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n);
 struct insn_mem_operand {
 	uint64_t linear;
 	unsigned length; /* of the whole instruction */
-	uint8_t opcode;  /* the byte after 0F */
-	uint8_t reg;     /* ModRM.reg (the /digit) */
+	uint8_t opcode;	 /* the byte after 0F */
+	uint8_t reg;	 /* ModRM.reg (the /digit) */
 };
 struct kvm_regs;
 struct kvm_sregs;

@@ -32,8 +32,8 @@ static void vm_on_panic(void *ctx)
 {
 	struct vm *vm = ctx;
 	struct itimerspec its = {.it_value = {VM_PANIC_GRACE_S, 0}};
-	log_warn(&vm->log, "\"%s\" on the console: the VM ends with exit code %d", CONSOLE_PANIC_TEXT,
-		 EXIT_GUEST_CRASH);
+	log_warn(&vm->log, "\"%s\" on the console: the VM ends with exit code %d",
+		 CONSOLE_PANIC_TEXT, EXIT_GUEST_CRASH);
 	if (vm->panic_fd >= 0)
 		timerfd_settime(vm->panic_fd, 0, &its, NULL);
 }
@@ -68,8 +68,8 @@ void vm_note_first_run(struct vm *vm)
 		atomic_compare_exchange_strong(&vm->first_run_ns, &zero, irq_now_ns());
 }
 
-static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name,
-		       bus_read_fn rd, bus_write_fn wr, void *opaque, struct err *e)
+static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn rd,
+		       bus_write_fn wr, void *opaque, struct err *e)
 {
 	int ret = bus_register(b, base, len, name, rd, wr, opaque);
 	if (ret)
@@ -116,8 +116,8 @@ static int vm_write_mptable(struct vm *vm, struct err *e)
 		const struct pci_device *d = vm->pci.slots[s];
 		uint8_t pin = d ? d->cfg[PCI_INTERRUPT_PIN] : 0;
 		if (pin)
-			irqs[mp.npci_irqs++] = (struct mp_pci_irq){(uint8_t)s, pin,
-								  pci_intx_ioapic_pin((uint8_t)s, pin)};
+			irqs[mp.npci_irqs++] = (struct mp_pci_irq){
+			    (uint8_t)s, pin, pci_intx_ioapic_pin((uint8_t)s, pin)};
 	}
 	return mptable_write(&vm->mem, &mp, e) < 0 ? -1 : 0;
 }
@@ -136,7 +136,8 @@ static int vm_device_tree(struct vm *vm, struct err *e)
 	if (o->dump_dtb) {
 		FILE *f = fopen(o->dump_dtb, "wb");
 		if (!f || fwrite(blob, 1, len, f) != len || fclose(f) != 0)
-			ret = err_set(e, EXIT_USAGE, "--dump-dtb %s: %s", o->dump_dtb, strerror(errno));
+			ret = err_set(e, EXIT_USAGE, "--dump-dtb %s: %s", o->dump_dtb,
+				      strerror(errno));
 	}
 	if (!ret && o->dtb)
 		ret = boot_add_setup_data(&vm->mem, vm->boot.zero_page, SETUP_DTB, blob, len, e);
@@ -157,11 +158,16 @@ static int vm_load_guest(struct vm *vm, struct err *e)
 		goto out;
 	/* Up to 4 GiB is read; whether it fits in RAM is the loader's call,
 	 * which says where it would have to go. */
-	if (o->initrd && file_read_all("initrd", o->initrd, (size_t)1 << 32, &initrd, &initrd_len, e))
+	if (o->initrd &&
+	    file_read_all("initrd", o->initrd, (size_t)1 << 32, &initrd, &initrd_len, e))
 		goto out;
 	struct boot_config bc = {
-		.kernel = kernel, .kernel_len = kernel_len, .initrd = initrd,
-		.initrd_len = initrd_len, .cmdline = cmdline, .guest_decompress = o->guest_decompress,
+	    .kernel = kernel,
+	    .kernel_len = kernel_len,
+	    .initrd = initrd,
+	    .initrd_len = initrd_len,
+	    .cmdline = cmdline,
+	    .guest_decompress = o->guest_decompress,
 	};
 	if (boot_load(&vm->mem, &bc, &vm->boot, e)) {
 		err_prefix(e, "kernel '%s'", o->kernel);
@@ -254,7 +260,9 @@ static void vm_on_signal(struct vm *vm, struct vm_watch *w)
 	struct signalfd_siginfo si;
 	if (read(w->fd, &si, sizeof(si)) == sizeof(si))
 		vm_request_stop(vm, EXIT_INTERRUPTED,
-				si.ssi_signo == SIGINT ? "SIGINT" : si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGHUP");
+				si.ssi_signo == SIGINT	  ? "SIGINT"
+				: si.ssi_signo == SIGTERM ? "SIGTERM"
+							  : "SIGHUP");
 }
 
 static void vm_on_console(struct vm *vm, struct vm_watch *w);
@@ -273,7 +281,8 @@ static int vm_watch_devices(struct vm *vm, struct err *e)
 		if (vm->irq.pins[i].resamplefd >= 0)
 			ret = vm_watch_fd(vm, vm->irq.pins[i].resamplefd, vm_on_resample, NULL, i);
 	if (ret)
-		return err_set(e, EXIT_HOST, "cannot watch the INTx resample fds: %s", strerror(-ret));
+		return err_set(e, EXIT_HOST, "cannot watch the INTx resample fds: %s",
+			       strerror(-ret));
 	/* A regular file or /dev/null cannot be polled: no input then. */
 	if (vm->console.in_fd >= 0 &&
 	    vm_watch_fd(vm, vm->console.in_fd, vm_on_console, NULL, 0) < 0)
@@ -308,7 +317,8 @@ static int vm_setup_loop(struct vm *vm, struct err *e)
 	if (vm->opts->timeout_s > 0) {
 		struct itimerspec its = {0};
 		its.it_value.tv_sec = (time_t)vm->opts->timeout_s;
-		its.it_value.tv_nsec = (long)((vm->opts->timeout_s - floor(vm->opts->timeout_s)) * 1e9);
+		its.it_value.tv_nsec =
+		    (long)((vm->opts->timeout_s - floor(vm->opts->timeout_s)) * 1e9);
 		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 			its.it_value.tv_nsec = 1;
 		timerfd_settime(vm->timeout_fd, 0, &its, NULL);
@@ -324,7 +334,10 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	vm->kvm.dev_fd = vm->kvm.vm_fd = -1;
 	vm->wake_fd = vm->epoll_fd = vm->signal_fd = vm->timeout_fd = vm->panic_fd = -1;
 	atomic_init(&vm->exit_code, -1);
-	log_init(&vm->log, o->verbosity >= 2 ? LOG_DEBUG : o->verbosity == 1 ? LOG_INFO : LOG_WARN,
+	log_init(&vm->log,
+		 o->verbosity >= 2   ? LOG_DEBUG
+		 : o->verbosity == 1 ? LOG_INFO
+				     : LOG_WARN,
 		 stderr);
 	bus_init(&vm->pio, "pio", &vm->log);
 	bus_init(&vm->mmio, "mmio", &vm->log);
@@ -352,10 +365,12 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	vm->irq.log = stderr;
 	vm->irq.msi_mode = (enum irq_msi_delivery)o->msi_delivery;
 	if (o->intx_delivery == IRQ_INTX_RESAMPLE && !vm->kvm.has_irqfd_resample)
-		return err_set(e, EXIT_HOST,
-			       "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
-	vm->irq.intx_mode = o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery
-			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE : IRQ_INTX_LINE;
+		return err_set(
+		    e, EXIT_HOST,
+		    "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
+	vm->irq.intx_mode = o->intx_delivery >= 0	 ? (enum irq_intx_delivery)o->intx_delivery
+			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE
+							 : IRQ_INTX_LINE;
 	if (vm_setup_loop(vm, e) || vm_create_devices(vm, e) || vm_create_pci(vm, e) ||
 	    vm_write_mptable(vm, e) || vm_device_tree(vm, e) || vm_watch_devices(vm, e))
 		return -1;
@@ -372,8 +387,8 @@ static void vm_on_console(struct vm *vm, struct vm_watch *w)
 	enum console_input_result r = console_read_input(&vm->console, buf, sizeof(buf), &n);
 	if (n) {
 		size_t taken = vm->vconsole && vm->opts->virtio_console
-				       ? virtio_console_receive(vm->vconsole, buf, n)
-				       : uart8250_receive(&vm->uart, buf, n);
+				   ? virtio_console_receive(vm->vconsole, buf, n)
+				   : uart8250_receive(&vm->uart, buf, n);
 		if (taken < n)
 			log_debug(&vm->log, "console: guest receive buffer full, %zu bytes dropped",
 				  n - taken);
@@ -417,7 +432,8 @@ static void vm_report(struct vm *vm, int code)
 			fb[k] += atomic_load(&vm->vcpus[i].stats.fallbacks[k]);
 		fb_total += fb[k];
 		off += (size_t)snprintf(fb_text + off, sizeof(fb_text) - off, "%s%s %llu",
-					k ? ", " : "", vcpu_fallback_names[k], (unsigned long long)fb[k]);
+					k ? ", " : "", vcpu_fallback_names[k],
+					(unsigned long long)fb[k]);
 	}
 	if (fb_total)
 		log_info(&vm->log, "ring-0 emulation fallbacks on this host: %s", fb_text);
@@ -429,11 +445,13 @@ static void vm_report(struct vm *vm, int code)
 		uint64_t first = atomic_load(&vm->first_run_ns);
 		fprintf(stderr, "vmm: boot-timer: boot path: %s\n", vm->boot.how);
 		if (first)
-			fprintf(stderr, "vmm: boot-timer: exec-to-first-KVM_RUN %llu us (from main())\n",
+			fprintf(stderr,
+				"vmm: boot-timer: exec-to-first-KVM_RUN %llu us (from main())\n",
 				(unsigned long long)((first - vm->start_ns) / 1000));
 		long rss = rss_kib_excluding(vm->mem.base, vm->mem.ram_size);
 		if (rss >= 0)
-			fprintf(stderr, "vmm: boot-timer: VMM RSS excluding guest RAM %ld KiB\n", rss);
+			fprintf(stderr, "vmm: boot-timer: VMM RSS excluding guest RAM %ld KiB\n",
+				rss);
 		fprintf(stderr, "vmm: boot-timer: ring-0 emulation fallbacks: %s\n", fb_text);
 	}
 }

@@ -39,7 +39,7 @@
 #define VM_MAX_VCPUS 254
 /* After "Kernel panic - not syncing", let the trace print, then stop. */
 #define VM_PANIC_GRACE_S 10
-#define VM_MAX_WATCHES   64
+#define VM_MAX_WATCHES	 64
 
 struct vm;
 
@@ -50,7 +50,7 @@ struct vm_watch {
 	void *ctx;
 	unsigned index;
 	void (*call)(void *arg); /* vm_watch_call_fd: ready() calls call(ctx) */
-	bool edge;               /* EPOLLET: the handler drains what it can */
+	bool edge;		 /* EPOLLET: the handler drains what it can */
 };
 
 struct vm {

@@ -15,8 +15,8 @@ static int vm_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool assi
 	struct vm *vm = ctx;
 	/* No datamatch: any 2-byte write to the queue's notify address
 	 * (VIRTIO_F_NOTIFICATION_DATA is not offered). */
-	struct kvm_ioeventfd io = {.addr = gpa, .len = len, .fd = fd,
-				   .flags = assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN};
+	struct kvm_ioeventfd io = {
+	    .addr = gpa, .len = len, .fd = fd, .flags = assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN};
 	return ioctl(vm->kvm.vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
 }
 
@@ -86,11 +86,13 @@ int vm_create_pci(struct vm *vm, struct err *e)
 				return err_set(e, EXIT_HOST, "out of memory");
 			vm->testdevs[vm->ntestdevs++] = t;
 			snprintf(name, sizeof(name), "testdev%u", vm->ntestdevs - 1);
-			ret = pci_testdev_init(t, name, &vm->irq, d->vectors, o->irq_mode == IRQ_MODE_INTX);
+			ret = pci_testdev_init(t, name, &vm->irq, d->vectors,
+					       o->irq_mode == IRQ_MODE_INTX);
 			if (!ret)
 				ret = pci_bus_add_device(&vm->pci, &t->pci, (uint8_t)slot, 1);
 			if (ret)
-				return err_set(e, EXIT_HOST, "cannot create %s: %s", name, strerror(-ret));
+				return err_set(e, EXIT_HOST, "cannot create %s: %s", name,
+					       strerror(-ret));
 		} else if (d->kind == DEVICE_VIRTIO_BLK) {
 			struct virtio_blk *b = calloc(1, sizeof(*b));
 			if (!b)
@@ -101,7 +103,8 @@ int vm_create_pci(struct vm *vm, struct err *e)
 			    vm_add_virtio(vm, &b->vdev, name, slot, e))
 				return -1;
 			if (vm_watch_call_fd(vm, b->completion_fd, vm_blk_ready, b) < 0)
-				return err_set(e, EXIT_HOST, "%s: cannot watch its completions", name);
+				return err_set(e, EXIT_HOST, "%s: cannot watch its completions",
+					       name);
 		} else if (d->kind == DEVICE_VIRTIO_NET) {
 			struct virtio_net *n = calloc(1, sizeof(*n));
 			if (!n)
@@ -114,8 +117,9 @@ int vm_create_pci(struct vm *vm, struct err *e)
 			/* Edge-triggered: without receive buffers the tap stays readable. */
 			if (vm_watch_call_fd_edge(vm, n->tap_fd, vm_tap_ready, n) < 0)
 				return err_set(e, EXIT_HOST, "%s: cannot watch its tap", name);
-			log_info(&vm->log, "%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x", name, n->ifname,
-				 n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+			log_info(&vm->log, "%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x", name,
+				 n->ifname, n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4],
+				 n->mac[5]);
 		} else if (d->kind == DEVICE_VIRTIO_CONSOLE) {
 			struct virtio_console *c = calloc(1, sizeof(*c));
 			struct char_sink out = {console_output, &vm->console};
@@ -176,27 +180,33 @@ void vm_print_pci_stats(struct vm *vm, FILE *out)
 #define C(x) ((unsigned long long)atomic_load(&(x)))
 	for (unsigned i = 0; i < vm->ntestdevs; i++)
 		fprintf(out, "vmm: stats: %s (slot %u): doorbells %llu, beyond the table %llu\n",
-			vm->testdevs[i]->pci.name, vm->testdevs[i]->pci.slot, C(vm->testdevs[i]->doorbells),
-			C(vm->testdevs[i]->bad_vectors));
+			vm->testdevs[i]->pci.name, vm->testdevs[i]->pci.slot,
+			C(vm->testdevs[i]->doorbells), C(vm->testdevs[i]->bad_vectors));
 	for (unsigned i = 0; i < vm->nvirtio; i++)
-		fprintf(out, "vmm: stats: %s (slot %u): notifies %llu, interrupts %llu, broken %llu\n",
-			vm->virtio[i]->pci.name, vm->virtio[i]->pci.slot, C(vm->virtio[i]->notifies),
-			C(vm->virtio[i]->interrupts), C(vm->virtio[i]->broken));
+		fprintf(
+		    out, "vmm: stats: %s (slot %u): notifies %llu, interrupts %llu, broken %llu\n",
+		    vm->virtio[i]->pci.name, vm->virtio[i]->pci.slot, C(vm->virtio[i]->notifies),
+		    C(vm->virtio[i]->interrupts), C(vm->virtio[i]->broken));
 	for (unsigned i = 0; i < vm->nblks; i++) {
 		struct virtio_blk_stats *s = &vm->blks[i]->stats;
-		fprintf(out, "vmm: stats: virtio-blk%u %s: reads %llu writes %llu flushes %llu get-id %llu "
-			     "ioerr %llu unsupported %llu bytes %llu bounced %llu\n",
-			i, vm->blks[i]->path, C(s->reads), C(s->writes), C(s->flushes), C(s->get_ids),
-			C(s->ioerrs), C(s->unsupported), C(s->bytes), C(s->bounced));
+		fprintf(
+		    out,
+		    "vmm: stats: virtio-blk%u %s: reads %llu writes %llu flushes %llu get-id %llu "
+		    "ioerr %llu unsupported %llu bytes %llu bounced %llu\n",
+		    i, vm->blks[i]->path, C(s->reads), C(s->writes), C(s->flushes), C(s->get_ids),
+		    C(s->ioerrs), C(s->unsupported), C(s->bytes), C(s->bounced));
 	}
 	for (unsigned i = 0; i < vm->nrngs; i++)
 		fprintf(out, "vmm: stats: virtio-rng%u: bytes %llu\n", i, C(vm->rngs[i]->bytes));
 	for (unsigned i = 0; i < vm->nnets; i++)
-		fprintf(out, "vmm: stats: virtio-net%u %s: rx %llu tx %llu rx-dropped %llu tx-errors %llu\n",
-			i, vm->nets[i]->ifname, C(vm->nets[i]->rx_frames), C(vm->nets[i]->tx_frames),
-			C(vm->nets[i]->rx_dropped), C(vm->nets[i]->tx_errors));
+		fprintf(
+		    out,
+		    "vmm: stats: virtio-net%u %s: rx %llu tx %llu rx-dropped %llu tx-errors %llu\n",
+		    i, vm->nets[i]->ifname, C(vm->nets[i]->rx_frames), C(vm->nets[i]->tx_frames),
+		    C(vm->nets[i]->rx_dropped), C(vm->nets[i]->tx_errors));
 	if (vm->vconsole)
 		fprintf(out, "vmm: stats: virtio-console: tx %llu rx %llu rx-dropped %llu bytes\n",
-			C(vm->vconsole->tx_bytes), C(vm->vconsole->rx_bytes), C(vm->vconsole->rx_dropped));
+			C(vm->vconsole->tx_bytes), C(vm->vconsole->rx_bytes),
+			C(vm->vconsole->rx_dropped));
 #undef C
 }

@@ -43,21 +43,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define QSIZE      256
-#define QD         32
-#define BLOCK      4096u
-#define SECTOR     512u
-#define DESCS_PER  3
-#define RAM_SIZE   (64ULL << 20)
-#define RAM_ALIGN  (2ULL << 20)
-#define STALL_MS   5000
-#define SEED       0x5eed0b1c0ffee123ULL
+#define QSIZE	  256
+#define QD	  32
+#define BLOCK	  4096u
+#define SECTOR	  512u
+#define DESCS_PER 3
+#define RAM_SIZE  (64ULL << 20)
+#define RAM_ALIGN (2ULL << 20)
+#define STALL_MS  5000
+#define SEED	  0x5eed0b1c0ffee123ULL
 
 /* Guest-physical layout of the fake guest. */
 #define GPA_DESC   0x1000ULL   /* 256 * 16 = 4096 bytes, align 16 */
 #define GPA_AVAIL  0x2000ULL   /* 4 + 2 * 256 (+2 used_event), align 2 */
 #define GPA_USED   0x3000ULL   /* 4 + 8 * 256 (+2 avail_event), align 4 */
-#define GPA_HDR    0x10000ULL  /* one 16-byte header per slot */
+#define GPA_HDR	   0x10000ULL  /* one 16-byte header per slot */
 #define GPA_STATUS 0x20000ULL  /* one status byte per slot */
 #define GPA_DATA   0x100000ULL /* one 4 KiB buffer per slot, 4 KiB aligned */
 
@@ -94,7 +94,7 @@ _Static_assert(sizeof(struct vq_avail) == 4 + 2 * QSIZE + 2, "avail ring layout"
 _Static_assert(sizeof(struct vq_used) == 4 + 8 * QSIZE + 4, "used ring layout (padded)");
 _Static_assert(offsetof(struct vq_used, avail_event) == 4 + 8 * QSIZE, "avail_event offset");
 _Static_assert(sizeof(struct blk_hdr) == 16, "virtio-blk header is 16 bytes");
-_Static_assert(QD * DESCS_PER <= QSIZE, "chains fit in the descriptor table");
+_Static_assert(QD *DESCS_PER <= QSIZE, "chains fit in the descriptor table");
 
 /* ---- fake transport ---- */
 
@@ -140,11 +140,11 @@ static void ft_unlock(struct virtio_transport *t)
 }
 
 static const struct virtio_transport_ops ft_ops = {
-	.queue_used = ft_queue_used,
-	.config_changed = ft_config_changed,
-	.needs_reset = ft_needs_reset,
-	.lock = ft_lock,
-	.unlock = ft_unlock,
+    .queue_used = ft_queue_used,
+    .config_changed = ft_config_changed,
+    .needs_reset = ft_needs_reset,
+    .lock = ft_lock,
+    .unlock = ft_unlock,
 };
 
 /* ---- helpers ---- */
@@ -225,7 +225,7 @@ struct bench {
 	uint16_t avail_idx; /* driver's shadow of avail->idx */
 	uint16_t last_used; /* next used entry to read */
 	unsigned inflight;
-	uint64_t nblocks;   /* 4 KiB blocks in the file */
+	uint64_t nblocks; /* 4 KiB blocks in the file */
 	uint64_t posted, reaped, kicks;
 	int verify_fd;
 	uint8_t verify_buf[BLOCK] __attribute__((aligned(BLOCK)));
@@ -255,8 +255,9 @@ static void slot_build(struct bench *b, unsigned s)
 	unsigned d = s * DESCS_PER;
 	b->desc[d] = (struct vq_desc){GPA_HDR + 16ULL * s, sizeof(struct blk_hdr),
 				      VRING_DESC_F_NEXT, (uint16_t)(d + 1)};
-	b->desc[d + 1] = (struct vq_desc){GPA_DATA + (uint64_t)BLOCK * s, BLOCK,
-					  VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, (uint16_t)(d + 2)};
+	b->desc[d + 1] =
+	    (struct vq_desc){GPA_DATA + (uint64_t)BLOCK * s, BLOCK,
+			     VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, (uint16_t)(d + 2)};
 	b->desc[d + 2] = (struct vq_desc){GPA_STATUS + s, 1, VRING_DESC_F_WRITE, 0};
 }
 
@@ -298,13 +299,15 @@ static int reap_used(struct bench *b, struct lat_vec *lat, unsigned *freed)
 	atomic_thread_fence(memory_order_acquire); /* index before entries */
 	if ((uint16_t)(used_idx - b->last_used) > b->inflight)
 		return fail("used idx %u is %u ahead of the %u we read, with only %u in flight",
-			    used_idx, (uint16_t)(used_idx - b->last_used), b->last_used, b->inflight);
+			    used_idx, (uint16_t)(used_idx - b->last_used), b->last_used,
+			    b->inflight);
 	uint64_t t = used_idx != b->last_used ? now_ns() : 0;
 	while (b->last_used != used_idx) {
 		struct vq_used_elem e = b->used->ring[b->last_used % QSIZE];
 		b->last_used++;
 		if (e.id >= QD * DESCS_PER || e.id % DESCS_PER)
-			return fail("used ring returned id %u, which is no chain head we posted", e.id);
+			return fail("used ring returned id %u, which is no chain head we posted",
+				    e.id);
 		unsigned s = e.id / DESCS_PER;
 		struct slot *sl = &b->slots[s];
 		if (!sl->busy)
@@ -317,13 +320,17 @@ static int reap_used(struct bench *b, struct lat_vec *lat, unsigned *freed)
 			return fail("read of sector %llu (head %u): used len %u, expected %u",
 				    (unsigned long long)sl->sector, e.id, e.len, BLOCK + 1);
 		if (b->verify_fd >= 0) {
-			ssize_t r = pread(b->verify_fd, b->verify_buf, BLOCK, (off_t)(sl->sector * SECTOR));
+			ssize_t r =
+			    pread(b->verify_fd, b->verify_buf, BLOCK, (off_t)(sl->sector * SECTOR));
 			if (r != (ssize_t)BLOCK)
-				return fail("verify pread at sector %llu: %s", (unsigned long long)sl->sector,
+				return fail("verify pread at sector %llu: %s",
+					    (unsigned long long)sl->sector,
 					    r < 0 ? strerror(errno) : "short read");
 			if (memcmp(b->verify_buf, gpa(b, GPA_DATA + (uint64_t)BLOCK * s), BLOCK))
-				return fail("read of sector %llu (head %u) returned data that differs "
-					    "from the file", (unsigned long long)sl->sector, e.id);
+				return fail(
+				    "read of sector %llu (head %u) returned data that differs "
+				    "from the file",
+				    (unsigned long long)sl->sector, e.id);
 		}
 		sl->busy = false;
 		b->inflight--;
@@ -346,7 +353,8 @@ static int wait_and_reap(struct bench *b, struct lat_vec *lat, unsigned *freed)
 		if (r < 0)
 			return fail("poll: %s", strerror(errno));
 		if (r == 0)
-			return fail("no completion for %d ms with %u requests in flight (device inflight %u)",
+			return fail("no completion for %d ms with %u requests in flight (device "
+				    "inflight %u)",
 				    STALL_MS, b->inflight, b->blk.inflight);
 		virtio_blk_complete(&b->blk);
 		if (b->ft.needs_reset)
@@ -359,9 +367,10 @@ static int wait_and_reap(struct bench *b, struct lat_vec *lat, unsigned *freed)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: blk_bench [--verify] FILE SECONDS\n"
-			"  4 KiB random reads at queue depth %d through the virtio-blk device model\n"
-			"  (O_DIRECT, read-only); prints one line of JSON.\n",
+	fprintf(stderr,
+		"usage: blk_bench [--verify] FILE SECONDS\n"
+		"  4 KiB random reads at queue depth %d through the virtio-blk device model\n"
+		"  (O_DIRECT, read-only); prints one line of JSON.\n",
 		QD);
 	return 2;
 }
@@ -417,8 +426,8 @@ int main(int argc, char **argv)
 	b->ft.t.ops = &ft_ops;
 	b->blk.vdev.transport = &b->ft.t;
 	b->blk.vdev.features = VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT);
-	int ret = virtq_init(&b->blk.vdev.vqs[0], &b->mem, QSIZE, b->blk.vdev.ops->queue_max, GPA_DESC,
-			     GPA_AVAIL, GPA_USED, false);
+	int ret = virtq_init(&b->blk.vdev.vqs[0], &b->mem, QSIZE, b->blk.vdev.ops->queue_max,
+			     GPA_DESC, GPA_AVAIL, GPA_USED, false);
 	if (ret != VIRTQ_OK) {
 		fprintf(stderr, "blk_bench: virtq_init: %s\n", virtq_error_name(ret));
 		virtio_blk_destroy(&b->blk);
@@ -490,9 +499,10 @@ int main(int argc, char **argv)
 	qsort(lat.v, lat.n, sizeof(*lat.v), cmp_u64);
 	double secs = (double)elapsed / 1e9;
 	double iops = (double)b->reaped / secs;
-	printf("{\"iops\":%.0f, \"mib_s\":%.1f, \"reads\":%llu, \"p50_us\":%.1f, \"p99_us\":%.1f}\n",
-	       iops, iops * BLOCK / (1024.0 * 1024.0), (unsigned long long)b->reaped,
-	       pct_us(&lat, 50), pct_us(&lat, 99));
+	printf(
+	    "{\"iops\":%.0f, \"mib_s\":%.1f, \"reads\":%llu, \"p50_us\":%.1f, \"p99_us\":%.1f}\n",
+	    iops, iops * BLOCK / (1024.0 * 1024.0), (unsigned long long)b->reaped, pct_us(&lat, 50),
+	    pct_us(&lat, 99));
 	fflush(stdout);
 	fprintf(stderr,
 		"blk_bench: %s: %.3f s, qd %d, %llu kicks, %lu queue_used calls, "

@@ -89,17 +89,17 @@ bool bytes_all(const uint8_t *p, size_t len, uint8_t v)
 struct bz_params bz_defaults(const uint8_t *pm, size_t pm_len)
 {
 	return (struct bz_params){
-		.version = 0x020F,
-		.xloadflags = XLF_KERNEL_64,
-		.setup_sects = 4,
-		.init_size = 0x400000,
-		.pref_address = 0x1000000,
-		.relocatable = 0,
-		.kernel_alignment = 0x200000,
-		.cmdline_size = 2047,
-		.initrd_addr_max = 0x7FFFFFFF,
-		.pm = pm,
-		.pm_len = pm_len,
+	    .version = 0x020F,
+	    .xloadflags = XLF_KERNEL_64,
+	    .setup_sects = 4,
+	    .init_size = 0x400000,
+	    .pref_address = 0x1000000,
+	    .relocatable = 0,
+	    .kernel_alignment = 0x200000,
+	    .cmdline_size = 2047,
+	    .initrd_addr_max = 0x7FFFFFFF,
+	    .pm = pm,
+	    .pm_len = pm_len,
 	};
 }
 
@@ -119,7 +119,7 @@ uint8_t *bz_build(const struct bz_params *p, size_t *len)
 	img[HDR_SETUP_SECTS] = p->setup_sects;
 	put32(img + HDR_SYSSIZE, (uint32_t)((p->pm_len + 15) / 16));
 	put16(img + HDR_BOOT_FLAG, 0xAA55);
-	img[HDR_JUMP] = 0xEB;                          /* jmp short */
+	img[HDR_JUMP] = 0xEB;				/* jmp short */
 	img[HDR_JUMP + 1] = (uint8_t)(HDR_END - 0x202); /* end of header */
 	memcpy(img + HDR_HEADER, "HdrS", 4);
 	put16(img + HDR_VERSION, p->version);
@@ -356,10 +356,10 @@ static int sink_rec_irqfd_assign(void *ctx, int fd, uint32_t gsi, int resample_f
 }
 
 const struct irq_sink_ops sink_rec_ops = {
-	.set_line = sink_rec_set_line,
-	.signal_msi = sink_rec_signal_msi,
-	.set_routes = sink_rec_set_routes,
-	.irqfd_assign = sink_rec_irqfd_assign,
+    .set_line = sink_rec_set_line,
+    .signal_msi = sink_rec_signal_msi,
+    .set_routes = sink_rec_set_routes,
+    .irqfd_assign = sink_rec_irqfd_assign,
 };
 
 void sink_rec_reset(struct sink_rec *s)

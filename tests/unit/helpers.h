@@ -75,7 +75,7 @@ enum {
 	ZP_E820_TABLE = 0x2D0,
 	ZP_E820_ENTRY_SIZE = 20,
 };
-#define XLF_KERNEL_64 0x0001
+#define XLF_KERNEL_64	 0x0001
 #define LOADED_HIGH_FLAG 0x01
 
 struct bz_params {
@@ -155,10 +155,10 @@ struct char_sink char_rec_sink(struct char_rec *r);
 enum sink_kind { SINK_SET_LINE = 1, SINK_SIGNAL_MSI, SINK_SET_ROUTES, SINK_IRQFD_ASSIGN };
 struct sink_call {
 	enum sink_kind kind;
-	uint32_t gsi;        /* SET_LINE, IRQFD_ASSIGN */
-	int level;           /* SET_LINE */
-	uint64_t addr;       /* SIGNAL_MSI */
-	uint32_t data;       /* SIGNAL_MSI */
+	uint32_t gsi;	     /* SET_LINE, IRQFD_ASSIGN */
+	int level;	     /* SET_LINE */
+	uint64_t addr;	     /* SIGNAL_MSI */
+	uint32_t data;	     /* SIGNAL_MSI */
 	int fd, resample_fd; /* IRQFD_ASSIGN */
 	unsigned nroutes;    /* SET_ROUTES */
 };
@@ -171,7 +171,7 @@ struct sink_rec {
 	unsigned last_nroutes;
 	int signal_ret; /* returned by signal_msi (1: delivered) */
 	int routes_ret; /* returned by set_routes (0) */
-	int irqfd_ret;  /* returned by irqfd_assign (0) */
+	int irqfd_ret;	/* returned by irqfd_assign (0) */
 };
 extern const struct irq_sink_ops sink_rec_ops;
 void sink_rec_reset(struct sink_rec *s);

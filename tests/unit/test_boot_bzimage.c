@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 
 #define RAM_SIZE (64 * MiB)
-#define PM_LEN   0x3000
+#define PM_LEN	 0x3000
 
 static struct fake_ram ram;
 static uint8_t pm[PM_LEN];
@@ -36,11 +36,11 @@ static int load_on(struct guest_mem *m, const uint8_t *img, size_t len, const ch
 		   const uint8_t *initrd, size_t initrd_len, struct boot_result *r, struct err *e)
 {
 	struct boot_config c = {
-		.kernel = img,
-		.kernel_len = len,
-		.initrd = initrd,
-		.initrd_len = initrd_len,
-		.cmdline = cmdline,
+	    .kernel = img,
+	    .kernel_len = len,
+	    .initrd = initrd,
+	    .initrd_len = initrd_len,
+	    .cmdline = cmdline,
 	};
 	memset(e, 0, sizeof(*e));
 	return boot_load(m, &c, r, e);
@@ -52,11 +52,11 @@ static int load(const uint8_t *img, size_t len, const char *cmdline, struct boot
 	return load_on(&ram.m, img, len, cmdline, NULL, 0, r, e);
 }
 
-#define ck_assert_usage_error(ret, e)                                                     \
-	do {                                                                               \
-		ck_assert_int_eq((ret), -1);                                               \
-		ck_assert_int_eq((e).code, EXIT_USAGE);                                    \
-		ck_assert_msg((e).msg[0] != 0, "error without a message");                 \
+#define ck_assert_usage_error(ret, e)                                                              \
+	do {                                                                                       \
+		ck_assert_int_eq((ret), -1);                                                       \
+		ck_assert_int_eq((e).code, EXIT_USAGE);                                            \
+		ck_assert_msg((e).msg[0] != 0, "error without a message");                         \
 	} while (0)
 
 static uint8_t *zero_page(void)
@@ -173,7 +173,8 @@ END_TEST
 static const char *guest_cmdline(void)
 {
 	const uint8_t *zp = zero_page();
-	uint64_t ptr = get32(zp + HDR_CMD_LINE_PTR) | (uint64_t)get32(zp + ZP_EXT_CMD_LINE_PTR) << 32;
+	uint64_t ptr = get32(zp + HDR_CMD_LINE_PTR) | (uint64_t)get32(zp + ZP_EXT_CMD_LINE_PTR)
+							  << 32;
 	ck_assert_uint_ne(ptr, 0);
 	ck_assert_uint_lt(ptr, RAM_SIZE);
 	return (const char *)ram.buf + ptr;
@@ -198,17 +199,16 @@ static void e820_entry(unsigned i, uint64_t *addr, uint64_t *size, uint32_t *typ
 	*type = get32(t + 16);
 }
 
-#define ck_assert_e820(i, a, s, t)                                                        \
-	do {                                                                               \
-		uint64_t ea, es;                                                           \
-		uint32_t et;                                                               \
-		e820_entry((i), &ea, &es, &et);                                            \
-		ck_assert_msg(ea == (a) && es == (s) && et == (t),                         \
-			      "e820[%u] = [0x%llx, +0x%llx) type %u, want [0x%llx, +0x%llx) " \
-			      "type %u",                                                   \
-			      (unsigned)(i), (unsigned long long)ea, (unsigned long long)es,  \
-			      et, (unsigned long long)(a), (unsigned long long)(s),           \
-			      (unsigned)(t));                                              \
+#define ck_assert_e820(i, a, s, t)                                                                 \
+	do {                                                                                       \
+		uint64_t ea, es;                                                                   \
+		uint32_t et;                                                                       \
+		e820_entry((i), &ea, &es, &et);                                                    \
+		ck_assert_msg(ea == (a) && es == (s) && et == (t),                                 \
+			      "e820[%u] = [0x%llx, +0x%llx) type %u, want [0x%llx, +0x%llx) "      \
+			      "type %u",                                                           \
+			      (unsigned)(i), (unsigned long long)ea, (unsigned long long)es, et,   \
+			      (unsigned long long)(a), (unsigned long long)(s), (unsigned)(t));    \
 	} while (0)
 
 START_TEST(test_e820_low_ram_usable_ebda_bios_reserved)
@@ -415,8 +415,10 @@ static void check_initrd_placement(struct bz_params *p, size_t initrd_len, uint6
 	load_initrd(p, initrd, initrd_len, &r, &e, &ret);
 	ck_assert_msg(ret == 0, "boot_load failed: %s", e.msg);
 	const uint8_t *zp = zero_page();
-	uint64_t addr = get32(zp + HDR_RAMDISK_IMAGE) | (uint64_t)get32(zp + ZP_EXT_RAMDISK_IMAGE) << 32;
-	uint64_t size = get32(zp + HDR_RAMDISK_SIZE) | (uint64_t)get32(zp + ZP_EXT_RAMDISK_SIZE) << 32;
+	uint64_t addr = get32(zp + HDR_RAMDISK_IMAGE) | (uint64_t)get32(zp + ZP_EXT_RAMDISK_IMAGE)
+							    << 32;
+	uint64_t size = get32(zp + HDR_RAMDISK_SIZE) | (uint64_t)get32(zp + ZP_EXT_RAMDISK_SIZE)
+							   << 32;
 	ck_assert_uint_eq(size, initrd_len);
 	ck_assert_uint_eq(addr % 4096, 0);
 	/* initrd_addr_max is the highest address the initrd may occupy. */

@@ -18,11 +18,11 @@
 #define RAM_SIZE (64 * MiB)
 
 /* The test kernel: one PT_LOAD at 2 MiB with a bss tail. */
-#define K_PADDR  0x200000ULL
-#define K_VADDR  0xFFFFFFFF81000000ULL
+#define K_PADDR	 0x200000ULL
+#define K_VADDR	 0xFFFFFFFF81000000ULL
 #define K_FILESZ 0x3000
-#define K_MEMSZ  0x5000
-#define K_ENTRY  (K_PADDR + 0x40)
+#define K_MEMSZ	 0x5000
+#define K_ENTRY	 (K_PADDR + 0x40)
 
 static struct fake_ram ram;
 static uint8_t kdata[K_FILESZ];
@@ -38,11 +38,11 @@ static void teardown(void)
 	fake_ram_free(&ram);
 }
 
-#define ck_assert_usage_error(ret, e)                                                     \
-	do {                                                                               \
-		ck_assert_int_eq((ret), -1);                                               \
-		ck_assert_int_eq((e).code, EXIT_USAGE);                                    \
-		ck_assert_msg((e).msg[0] != 0, "error without a message");                 \
+#define ck_assert_usage_error(ret, e)                                                              \
+	do {                                                                                       \
+		ck_assert_int_eq((ret), -1);                                                       \
+		ck_assert_int_eq((e).code, EXIT_USAGE);                                            \
+		ck_assert_msg((e).msg[0] != 0, "error without a message");                         \
 	} while (0)
 
 static uint8_t *kernel_elf(size_t *len)
@@ -55,10 +55,10 @@ static int load(const uint8_t *img, size_t len, bool guest_decompress, struct bo
 		struct err *e)
 {
 	struct boot_config c = {
-		.kernel = img,
-		.kernel_len = len,
-		.cmdline = "console=ttyS0",
-		.guest_decompress = guest_decompress,
+	    .kernel = img,
+	    .kernel_len = len,
+	    .cmdline = "console=ttyS0",
+	    .guest_decompress = guest_decompress,
 	};
 	memset(e, 0, sizeof(*e));
 	return boot_load(&ram.m, &c, r, e);
@@ -315,7 +315,8 @@ START_TEST(test_bare_elf_kernel_loaded_at_paddr)
 	/* The kernel still gets a zero page with the command line. */
 	const uint8_t *zp = ram.buf + LAYOUT_ZERO_PAGE;
 	ck_assert_uint_eq(zp[HDR_TYPE_OF_LOADER], 0xFF);
-	uint64_t cl = get32(zp + HDR_CMD_LINE_PTR) | (uint64_t)get32(zp + ZP_EXT_CMD_LINE_PTR) << 32;
+	uint64_t cl = get32(zp + HDR_CMD_LINE_PTR) | (uint64_t)get32(zp + ZP_EXT_CMD_LINE_PTR)
+							 << 32;
 	ck_assert_uint_lt(cl, RAM_SIZE);
 	ck_assert_str_eq((const char *)ram.buf + cl, "console=ttyS0");
 }
@@ -336,8 +337,8 @@ static uint8_t *two_segment_elf(uint64_t bad_paddr, uint64_t bad_memsz, size_t *
 {
 	static uint8_t small[0x100];
 	struct elf_seg segs[2] = {
-		{PT_LOAD, K_PADDR, K_VADDR, kdata, K_FILESZ, K_MEMSZ},
-		{PT_LOAD, bad_paddr, bad_paddr, small, sizeof(small), bad_memsz},
+	    {PT_LOAD, K_PADDR, K_VADDR, kdata, K_FILESZ, K_MEMSZ},
+	    {PT_LOAD, bad_paddr, bad_paddr, small, sizeof(small), bad_memsz},
 	};
 	return elf_build(K_ENTRY, segs, 2, elen);
 }
@@ -449,7 +450,8 @@ START_TEST(test_lz4_round_trip_output_matches_input)
 	size_t zlen, out_len = 0;
 	uint8_t *lz = lz4_legacy_bytes(data, sizeof(data), &zlen), *out = NULL;
 	struct err e = {0};
-	ck_assert_int_eq(payload_decompress(PAYLOAD_LZ4, lz, zlen, 64 * MiB, &out, &out_len, &e), 0);
+	ck_assert_int_eq(payload_decompress(PAYLOAD_LZ4, lz, zlen, 64 * MiB, &out, &out_len, &e),
+			 0);
 	ck_assert_uint_eq(out_len, sizeof(data));
 	ck_assert_mem_eq(out, data, sizeof(data));
 	free(out);
@@ -475,15 +477,15 @@ START_TEST(test_payload_detect_kernel_magics)
 		uint8_t m[6];
 		enum payload_format f;
 	} cases[] = {
-		{{0x1F, 0x8B, 0x08, 0, 0, 0}, PAYLOAD_GZIP},
-		{{0x02, 0x21, 0x4C, 0x18, 0, 0}, PAYLOAD_LZ4},
-		{{0xFD, '7', 'z', 'X', 'Z', 0x00}, PAYLOAD_XZ},
-		{{0x28, 0xB5, 0x2F, 0xFD, 0, 0}, PAYLOAD_ZSTD},
-		{{'B', 'Z', 'h', '9', 0, 0}, PAYLOAD_BZIP2},
-		{{0x5D, 0x00, 0x00, 0x80, 0, 0}, PAYLOAD_LZMA},
-		{{0x89, 'L', 'Z', 'O', 0, 0}, PAYLOAD_LZO},
-		{{0x7F, 'E', 'L', 'F', 2, 1}, PAYLOAD_ELF},
-		{{'M', 'Z', 0, 0, 0, 0}, PAYLOAD_UNKNOWN},
+	    {{0x1F, 0x8B, 0x08, 0, 0, 0}, PAYLOAD_GZIP},
+	    {{0x02, 0x21, 0x4C, 0x18, 0, 0}, PAYLOAD_LZ4},
+	    {{0xFD, '7', 'z', 'X', 'Z', 0x00}, PAYLOAD_XZ},
+	    {{0x28, 0xB5, 0x2F, 0xFD, 0, 0}, PAYLOAD_ZSTD},
+	    {{'B', 'Z', 'h', '9', 0, 0}, PAYLOAD_BZIP2},
+	    {{0x5D, 0x00, 0x00, 0x80, 0, 0}, PAYLOAD_LZMA},
+	    {{0x89, 'L', 'Z', 'O', 0, 0}, PAYLOAD_LZO},
+	    {{0x7F, 'E', 'L', 'F', 2, 1}, PAYLOAD_ELF},
+	    {{'M', 'Z', 0, 0, 0, 0}, PAYLOAD_UNKNOWN},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		ck_assert_int_eq(payload_detect(cases[i].m, 6), cases[i].f);

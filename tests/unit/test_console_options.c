@@ -223,11 +223,11 @@ static int parse_v(const char *const *args)
 }
 #define PARSE(...) parse_v((const char *const[]){__VA_ARGS__, NULL})
 
-#define ck_assert_usage_error(ret)                                                        \
-	do {                                                                               \
-		ck_assert_int_eq((ret), -1);                                               \
-		ck_assert_int_eq(err.code, EXIT_USAGE);                                    \
-		ck_assert_msg(err.msg[0] != 0, "error without a message");                 \
+#define ck_assert_usage_error(ret)                                                                 \
+	do {                                                                                       \
+		ck_assert_int_eq((ret), -1);                                                       \
+		ck_assert_int_eq(err.code, EXIT_USAGE);                                            \
+		ck_assert_msg(err.msg[0] != 0, "error without a message");                         \
 	} while (0)
 
 START_TEST(test_options_defaults_256_mib_one_cpu)

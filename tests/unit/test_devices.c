@@ -21,8 +21,8 @@ static struct stop_rec stops;
 
 START_TEST(test_debug_exit_code_is_value_shifted_or_1_low_byte)
 {
-	static const uint32_t values[] = {0, 1, 0x10, 0x21, 0x7F, 0x80, 0xFF, 0x100, 0x12345678,
-					  0xFFFFFFFF};
+	static const uint32_t values[] = {0,	1,    0x10,  0x21,	 0x7F,
+					  0x80, 0xFF, 0x100, 0x12345678, 0xFFFFFFFF};
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		uint32_t v = values[i];
 		ck_assert_int_eq(debug_exit_code(v), (int)(((v << 1) | 1) & 0xFF));

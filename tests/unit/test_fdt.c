@@ -28,9 +28,9 @@ static const struct {
 	unsigned nvec;
 	const char *path;
 } devs[] = {
-	{1, 4, "/pci@cf8/testdev0@1"},
-	{9, 2048, "/pci@cf8/testdev1@9"},
-	{2, 1, "/pci@cf8/testdev2@2"},
+    {1, 4, "/pci@cf8/testdev0@1"},
+    {9, 2048, "/pci@cf8/testdev1@9"},
+    {2, 1, "/pci@cf8/testdev2@2"},
 };
 #define NDEVS (sizeof(devs) / sizeof(devs[0]))
 
@@ -125,7 +125,8 @@ END_TEST
 START_TEST(test_memory_above_4g_gets_its_own_node)
 {
 	uint64_t size = 5 * GiB;
-	void *host = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *host =
+	    mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	ck_assert(host != MAP_FAILED);
 	struct guest_mem m;
 	guest_mem_init_with(&m, host, size);
@@ -184,13 +185,16 @@ START_TEST(test_pci_ranges_map_the_mmio_window_and_hold_every_bar)
 	for (int i = 0; i < n; i++) {
 		const fdt32_t *e = r + i * step;
 		uint32_t space = (fdt32_to_cpu(e[0]) >> 24) & 3;
-		uint64_t child = cells(e + 1, 2), parent = cells(e + 3, pa), size = cells(e + 3 + pa, ps);
-		if (space == 2 && child == LAYOUT_PCI_MMIO_START && parent == LAYOUT_PCI_MMIO_START &&
+		uint64_t child = cells(e + 1, 2), parent = cells(e + 3, pa),
+			 size = cells(e + 3 + pa, ps);
+		if (space == 2 && child == LAYOUT_PCI_MMIO_START &&
+		    parent == LAYOUT_PCI_MMIO_START &&
 		    size == LAYOUT_PCI_MMIO_END - LAYOUT_PCI_MMIO_START)
 			window = true;
 	}
 	ck_assert_msg(window, "no 1:1 mem32 range for 0x%llx-0x%llx",
-		      (unsigned long long)LAYOUT_PCI_MMIO_START, (unsigned long long)LAYOUT_PCI_MMIO_END);
+		      (unsigned long long)LAYOUT_PCI_MMIO_START,
+		      (unsigned long long)LAYOUT_PCI_MMIO_END);
 	for (size_t d = 0; d < NDEVS; d++)
 		for (int bar = 0; bar < 2; bar++) {
 			uint64_t a = rig_bar_addr(&rig, devs[d].slot, bar);
@@ -202,8 +206,8 @@ START_TEST(test_pci_ranges_map_the_mmio_window_and_hold_every_bar)
 				inside |= ((fdt32_to_cpu(e[0]) >> 24) & 3) == 2 && a >= child &&
 					  a + s <= child + size;
 			}
-			ck_assert_msg(inside, "slot %u BAR%d 0x%llx outside ranges", devs[d].slot, bar,
-				      (unsigned long long)a);
+			ck_assert_msg(inside, "slot %u BAR%d 0x%llx outside ranges", devs[d].slot,
+				      bar, (unsigned long long)a);
 		}
 }
 END_TEST
@@ -230,10 +234,12 @@ START_TEST(test_interrupt_map_sends_each_inta_to_its_ioapic_pin)
 		const fdt32_t *spec = &map[i + 5 + pa];
 		for (size_t d = 0; d < NDEVS; d++) {
 			uint32_t want_hi = ((uint32_t)devs[d].slot << 11) & fdt32_to_cpu(mask[0]);
-			if ((hi & fdt32_to_cpu(mask[0])) != want_hi || (intx & fdt32_to_cpu(mask[3])) != 1)
+			if ((hi & fdt32_to_cpu(mask[0])) != want_hi ||
+			    (intx & fdt32_to_cpu(mask[3])) != 1)
 				continue;
 			found[d] = true;
-			ck_assert_uint_eq(fdt32_to_cpu(spec[0]), pci_intx_ioapic_pin(devs[d].slot, 1));
+			ck_assert_uint_eq(fdt32_to_cpu(spec[0]),
+					  pci_intx_ioapic_pin(devs[d].slot, 1));
 			if (pi >= 2)
 				ck_assert_uint_eq(fdt32_to_cpu(spec[1]), 1); /* level, active low */
 		}
@@ -274,12 +280,13 @@ START_TEST(test_assigned_addresses_match_the_bars)
 			const fdt32_t *c = aa + 5 * e;
 			uint32_t hi = fdt32_to_cpu(c[0]);
 			int bar = (int)((hi & 0xFF) - 0x10) / 4;
-			ck_assert_msg((hi & 0xFF) == 0x10 || (hi & 0xFF) == 0x14, "register 0x%x", hi & 0xFF);
-			ck_assert_uint_eq((hi >> 24) & 3, 2);          /* 32-bit memory space */
-			ck_assert_uint_eq((hi >> 30) & 1, 0);          /* not prefetchable */
-			ck_assert_uint_eq((hi >> 16) & 0xFF, 0);        /* bus 0 */
+			ck_assert_msg((hi & 0xFF) == 0x10 || (hi & 0xFF) == 0x14, "register 0x%x",
+				      hi & 0xFF);
+			ck_assert_uint_eq((hi >> 24) & 3, 2);	 /* 32-bit memory space */
+			ck_assert_uint_eq((hi >> 30) & 1, 0);	 /* not prefetchable */
+			ck_assert_uint_eq((hi >> 16) & 0xFF, 0); /* bus 0 */
 			ck_assert_uint_eq((hi >> 11) & 0x1F, slot);
-			ck_assert_uint_eq((hi >> 8) & 7, 0);            /* function 0 */
+			ck_assert_uint_eq((hi >> 8) & 7, 0); /* function 0 */
 			ck_assert_uint_eq(cells(c + 1, 2), rig_bar_addr(&rig, slot, bar));
 			ck_assert_uint_eq(cells(c + 3, 2), rig_bar_size(&rig, slot, bar));
 			seen[bar] = true;

@@ -87,10 +87,12 @@ static void assert_defaults(const struct irq_route *t, unsigned n)
 	for (uint32_t g = 0; g < 16; g++) {
 		uint32_t pic = g < 8 ? IRQ_CHIP_PIC_MASTER : IRQ_CHIP_PIC_SLAVE;
 		ck_assert_msg(has_chip_route(t, n, g, pic, g % 8), "GSI %u on its PIC", g);
-		ck_assert_msg(has_chip_route(t, n, g, IRQ_CHIP_IOAPIC, g), "GSI %u on the IOAPIC", g);
+		ck_assert_msg(has_chip_route(t, n, g, IRQ_CHIP_IOAPIC, g), "GSI %u on the IOAPIC",
+			      g);
 	}
 	for (uint32_t g = 16; g < 24; g++)
-		ck_assert_msg(has_chip_route(t, n, g, IRQ_CHIP_IOAPIC, g), "GSI %u on the IOAPIC", g);
+		ck_assert_msg(has_chip_route(t, n, g, IRQ_CHIP_IOAPIC, g), "GSI %u on the IOAPIC",
+			      g);
 	for (unsigned i = 0; i < n; i++)
 		if (t[i].type == IRQ_ROUTE_MSI)
 			ck_assert_uint_ge(t[i].gsi, IRQ_MSI_FIRST_GSI);
@@ -323,8 +325,8 @@ START_TEST(test_irq_routes_build_defaults_plus_installed_vectors)
 	for (unsigned i = 0; i < 4; i++)
 		v[i] = irq_msi_vector_new(&r, "t", i);
 	irq_msi_route_update(v[0], MSI_ADDR(0), 0x30, false);
-	irq_msi_route_update(v[1], MSI_ADDR(1), 0x31, true);       /* masked */
-	irq_msi_route_update(v[2], 0xDEAD0000ULL, 0x32, false);     /* not a LAPIC address */
+	irq_msi_route_update(v[1], MSI_ADDR(1), 0x31, true);	/* masked */
+	irq_msi_route_update(v[2], 0xDEAD0000ULL, 0x32, false); /* not a LAPIC address */
 	irq_msi_route_update(v[3], MSI_ADDR(3), 0x33, false);
 	n = irq_routes_build(&r, table);
 	ck_assert_uint_eq(n, 42);
@@ -426,9 +428,10 @@ START_TEST(test_full_route_table_still_routes_every_irqfd)
 		if (!sink_rec_route(&s, s.calls[k].gsi, IRQ_ROUTE_MSI) && missing++ == 0)
 			first_missing = s.calls[k].gsi;
 	}
-	ck_assert_msg(missing == 0,
-		      "%u of %u irqfds point at GSIs missing from the %u-entry table (first GSI %u)",
-		      missing, s.irqfd_n, s.last_nroutes, first_missing);
+	ck_assert_msg(
+	    missing == 0,
+	    "%u of %u irqfds point at GSIs missing from the %u-entry table (first GSI %u)", missing,
+	    s.irqfd_n, s.last_nroutes, first_missing);
 	irq_router_destroy(&r);
 }
 END_TEST
@@ -510,7 +513,8 @@ START_TEST(test_intx_disable_lowers_pin_but_status_stays)
 	ck_assert_int_eq(rig.sink.calls[rig.sink.n - 1].level, 1);
 	intx_disable(&a, true);
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, 17, 0), 1);
-	ck_assert_uint_eq(cfg_rd(&rig, 1, PCI_STATUS, 2) & PCI_STATUS_INTERRUPT, PCI_STATUS_INTERRUPT);
+	ck_assert_uint_eq(cfg_rd(&rig, 1, PCI_STATUS, 2) & PCI_STATUS_INTERRUPT,
+			  PCI_STATUS_INTERRUPT);
 	ck_assert_uint_eq(tdev_reg(&a, TESTDEV_REG_INTX_PENDING), 1);
 	intx_disable(&a, false);
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, 17, 1), 2);
@@ -536,7 +540,8 @@ START_TEST(test_ring_while_intx_disabled_sets_status_only)
 	intx_disable(&a, true);
 	tdev_ring(&a, 0);
 	ck_assert_uint_eq(rig.sink.set_line_n, 0);
-	ck_assert_uint_eq(cfg_rd(&rig, 1, PCI_STATUS, 2) & PCI_STATUS_INTERRUPT, PCI_STATUS_INTERRUPT);
+	ck_assert_uint_eq(cfg_rd(&rig, 1, PCI_STATUS, 2) & PCI_STATUS_INTERRUPT,
+			  PCI_STATUS_INTERRUPT);
 	intx_disable(&a, false);
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, 17, 1), 1);
 }

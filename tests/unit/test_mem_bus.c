@@ -217,15 +217,15 @@ END_TEST
 
 START_TEST(test_bus_overlapping_registrations_refused)
 {
-	ck_assert_int_eq(reg(0x100, 8, &dev_a), 0);                 /* [0x100, 0x108) */
-	ck_assert_int_eq(reg(0x100, 8, &dev_b), -EEXIST);           /* identical */
-	ck_assert_int_eq(reg(0x104, 8, &dev_b), -EEXIST);           /* overlaps the end */
-	ck_assert_int_eq(reg(0xFC, 5, &dev_b), -EEXIST);            /* overlaps the start */
-	ck_assert_int_eq(reg(0x102, 2, &dev_b), -EEXIST);           /* contained */
-	ck_assert_int_eq(reg(0x0, 0x1000, &dev_b), -EEXIST);        /* contains */
-	ck_assert_int_eq(reg(0x107, 1, &dev_b), -EEXIST);           /* last byte */
+	ck_assert_int_eq(reg(0x100, 8, &dev_a), 0);	     /* [0x100, 0x108) */
+	ck_assert_int_eq(reg(0x100, 8, &dev_b), -EEXIST);    /* identical */
+	ck_assert_int_eq(reg(0x104, 8, &dev_b), -EEXIST);    /* overlaps the end */
+	ck_assert_int_eq(reg(0xFC, 5, &dev_b), -EEXIST);     /* overlaps the start */
+	ck_assert_int_eq(reg(0x102, 2, &dev_b), -EEXIST);    /* contained */
+	ck_assert_int_eq(reg(0x0, 0x1000, &dev_b), -EEXIST); /* contains */
+	ck_assert_int_eq(reg(0x107, 1, &dev_b), -EEXIST);    /* last byte */
 	ck_assert_int_eq(reg(0x200, 0x10, &dev_b), 0);
-	ck_assert_int_eq(reg(0x108, 0x100, &dev_b), -EEXIST);       /* bridges two ranges */
+	ck_assert_int_eq(reg(0x108, 0x100, &dev_b), -EEXIST); /* bridges two ranges */
 	/* A refused registration leaves the original owner in place. */
 	uint8_t v;
 	ck_assert(bus_read(&bus, 0x104, &v, 1));

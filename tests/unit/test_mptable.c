@@ -170,8 +170,8 @@ START_TEST(test_processor_entries_apic_ids_0_to_n_minus_1_first_is_bsp)
 		if (mp.e[i].type != E_CPU)
 			continue;
 		const uint8_t *p = mp.e[i].p;
-		ck_assert_uint_eq(p[1], k);                   /* local APIC ID */
-		ck_assert_uint_eq(p[3] & 0x01, 0x01);         /* EN */
+		ck_assert_uint_eq(p[1], k);			/* local APIC ID */
+		ck_assert_uint_eq(p[3] & 0x01, 0x01);		/* EN */
 		ck_assert_uint_eq(p[3] & 0x02, k == 0 ? 2 : 0); /* BP only on the first */
 		ck_assert_uint_eq(get32(p + 4), 0x000806EC);
 		ck_assert_uint_eq(get32(p + 8), 0x0781ABFD);
@@ -237,7 +237,7 @@ START_TEST(test_isa_irq_n_routed_to_ioapic_pin_n)
 		const uint8_t *p = mp.e[i].p;
 		if (mp.e[i].type != E_INTSRC || p[4] != MP_BUS_ISA)
 			continue;
-		ck_assert_uint_eq(p[1], 0);        /* INT */
+		ck_assert_uint_eq(p[1], 0);	    /* INT */
 		ck_assert_uint_eq(get16(p + 2), 0); /* conforms to the bus (edge, high) */
 		ck_assert_uint_lt(p[5], 16);
 		ck_assert_uint_eq(p[6], ioapic_id);
@@ -264,7 +264,7 @@ START_TEST(test_pci_irq_entries_use_slot_and_intx_encoding)
 			const uint8_t *p = mp.e[i].p;
 			if (mp.e[i].type != E_INTSRC || p[4] != MP_BUS_PCI || p[5] != srcbusirq)
 				continue;
-			ck_assert_uint_eq(p[1], 0);            /* INT */
+			ck_assert_uint_eq(p[1], 0);	       /* INT */
 			ck_assert_uint_eq(get16(p + 2), 0x0F); /* level, active low */
 			ck_assert_uint_eq(p[6], ioapic_id);
 			ck_assert_uint_eq(p[7], pci[k].ioapic_pin);

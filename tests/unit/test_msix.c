@@ -24,8 +24,12 @@ static struct tdev_view tv;
 static uint8_t slot, cap;
 static uint64_t bar0, bar1;
 
-enum { E_ADDR_LO = MSIX_E_ADDR_LO, E_ADDR_HI = MSIX_E_ADDR_HI, E_DATA = MSIX_E_DATA,
-       E_CTRL = MSIX_E_CTRL };
+enum {
+	E_ADDR_LO = MSIX_E_ADDR_LO,
+	E_ADDR_HI = MSIX_E_ADDR_HI,
+	E_DATA = MSIX_E_DATA,
+	E_CTRL = MSIX_E_CTRL
+};
 
 static void use_dev(struct pci_testdev *t, uint8_t s)
 {

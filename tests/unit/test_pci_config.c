@@ -107,7 +107,7 @@ START_TEST(test_conf1_writes_at_every_offset_reach_the_right_byte)
 			  PCI_CMD_INTX_DISABLE);
 	conf1_write(&rig, 0, SLOT, 0, 0x04, 2, PCI_CMD_MEMORY); /* 0xCFC word: command */
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2), PCI_CMD_MEMORY);
-	rig.dev[0].pci.cfg[PCI_STATUS + 1] |= 0x80; /* detected parity error */
+	rig.dev[0].pci.cfg[PCI_STATUS + 1] |= 0x80;	/* detected parity error */
 	conf1_write(&rig, 0, SLOT, 0, 0x06, 2, 0x8000); /* 0xCFE word: status W1C */
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & 0x8000, 0);
 	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
@@ -254,7 +254,8 @@ END_TEST
 
 START_TEST(test_status_interrupt_and_cap_list_bits_read_only)
 {
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST, PCI_STATUS_CAP_LIST);
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST,
+			  PCI_STATUS_CAP_LIST);
 	cfg_wr(&rig, SLOT, PCI_STATUS, 2, 0xFFFF);
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2), PCI_STATUS_CAP_LIST); /* rest RO 0 */
 	cfg_wr(&rig, SLOT, PCI_STATUS, 2, 0);
@@ -282,7 +283,8 @@ END_TEST
 
 START_TEST(test_capability_list_is_one_msix_capability)
 {
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST, PCI_STATUS_CAP_LIST);
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST,
+			  PCI_STATUS_CAP_LIST);
 	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
 	ck_assert_uint_ge(cap, 0x40); /* after the type-0 header */
 	ck_assert_uint_eq(cap & 3, 0);
@@ -314,8 +316,8 @@ START_TEST(test_msix_table_and_pba_location_read_only)
 {
 	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
 	uint32_t table = cfg_rd(&rig, SLOT, cap + 4u, 4), pba = cfg_rd(&rig, SLOT, cap + 8u, 4);
-	ck_assert_uint_eq(table, 0x00000000u | 1);                      /* BAR1 offset 0 */
-	ck_assert_uint_eq(pba, (uint32_t)page_up(NVEC * 16) | 1);       /* next page, BAR1 */
+	ck_assert_uint_eq(table, 0x00000000u | 1);		  /* BAR1 offset 0 */
+	ck_assert_uint_eq(pba, (uint32_t)page_up(NVEC * 16) | 1); /* next page, BAR1 */
 	cfg_wr(&rig, SLOT, cap + 4u, 4, 0xFFFFFFFFu);
 	conf1_write(&rig, 0, SLOT, 0, cap + 8u, 4, 0x12345678u);
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, cap + 4u, 4), table);
@@ -333,7 +335,7 @@ START_TEST(test_bar_sizing_returns_size_mask_and_type)
 		unsigned off = 0x10 + 4u * (unsigned)bar;
 		uint32_t old = conf1_read(&rig, 0, SLOT, 0, off, 4);
 		conf1_write(&rig, 0, SLOT, 0, off, 4, 0xFFFFFFFFu);
-		ck_assert_uint_eq(conf1_read(&rig, 0, SLOT, 0, off, 4), (uint32_t)~(size - 1));
+		ck_assert_uint_eq(conf1_read(&rig, 0, SLOT, 0, off, 4), (uint32_t) ~(size - 1));
 		conf1_write(&rig, 0, SLOT, 0, off, 4, old);
 		ck_assert_uint_eq(conf1_read(&rig, 0, SLOT, 0, off, 4), old);
 	}
@@ -460,7 +462,8 @@ START_TEST(test_assign_resources_aligned_disjoint_in_window)
 		pci_rig_add(&rig, slots[i], nvec[i]);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	for (unsigned i = 0; i < 4; i++) {
-		ck_assert_uint_eq(cfg_rd(&rig, slots[i], PCI_COMMAND, 2) & PCI_CMD_MEMORY, PCI_CMD_MEMORY);
+		ck_assert_uint_eq(cfg_rd(&rig, slots[i], PCI_COMMAND, 2) & PCI_CMD_MEMORY,
+				  PCI_CMD_MEMORY);
 		ck_assert_uint_eq(mmio_rd32(&rig, rig_bar_addr(&rig, slots[i], 0)), TESTDEV_MAGIC);
 		ck_assert_uint_eq(mmio_rd32(&rig, rig_bar_addr(&rig, slots[i], 0) + 4), nvec[i]);
 		for (int bar = 0; bar < 2; bar++) {
@@ -499,10 +502,11 @@ START_TEST(test_io_and_mem64_bars_size_decode_and_assign)
 	static struct pci_device d;
 	static uint32_t io_tag = 0x10000000u, mem_tag = 0x20000000u;
 	pci_device_init(&d, "probe", 0x1AF4, 0x10FF, 0x020000, 0);
-	ck_assert_int_eq(pci_device_add_bar(&d, 0, PCI_BAR_IO, 32, false, probe_read, probe_write,
-					    &io_tag), 0);
+	ck_assert_int_eq(
+	    pci_device_add_bar(&d, 0, PCI_BAR_IO, 32, false, probe_read, probe_write, &io_tag), 0);
 	ck_assert_int_eq(pci_device_add_bar(&d, 2, PCI_BAR_MEM64, 1 << 20, true, probe_read,
-					    probe_write, &mem_tag), 0);
+					    probe_write, &mem_tag),
+			 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &d, 3, 0), 0);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	uint16_t cmd = (uint16_t)cfg_rd(&rig, 3, PCI_COMMAND, 2);
@@ -539,7 +543,8 @@ START_TEST(test_assign_fails_when_a_bar_cannot_fit_the_window)
 	static uint32_t tag = 0;
 	pci_device_init(&big32, "big32", 0x1AF4, 0x10FE, 0x020000, 0);
 	ck_assert_int_eq(pci_device_add_bar(&big32, 0, PCI_BAR_MEM32, 1ULL << 30, false, probe_read,
-					    probe_write, &tag), 0);
+					    probe_write, &tag),
+			 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &big32, 4, 0), 0);
 	ck_assert_int_ne(pci_bus_assign_resources(&rig.pci), 0);
 
@@ -547,7 +552,8 @@ START_TEST(test_assign_fails_when_a_bar_cannot_fit_the_window)
 	bare_setup();
 	pci_device_init(&big64, "big64", 0x1AF4, 0x10FD, 0x020000, 0);
 	ck_assert_int_eq(pci_device_add_bar(&big64, 0, PCI_BAR_MEM64, 8 * GiB, true, probe_read,
-					    probe_write, &tag), 0);
+					    probe_write, &tag),
+			 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &big64, 4, 0), 0);
 	int ret = pci_bus_assign_resources(&rig.pci);
 	ck_assert_msg(ret != 0, "8 GiB BAR0 left at 0x%llx, decode %s, and assign returned %d",

@@ -13,8 +13,20 @@
 
 #define FAKE_NOW ((time_t)1615734566)
 
-enum { SEC = 0, MIN = 2, HOUR = 4, WDAY = 6, MDAY = 7, MONTH = 8, YEAR = 9, REG_A = 0x0A,
-       REG_B = 0x0B, REG_C = 0x0C, REG_D = 0x0D, CENTURY = 0x32 };
+enum {
+	SEC = 0,
+	MIN = 2,
+	HOUR = 4,
+	WDAY = 6,
+	MDAY = 7,
+	MONTH = 8,
+	YEAR = 9,
+	REG_A = 0x0A,
+	REG_B = 0x0B,
+	REG_C = 0x0C,
+	REG_D = 0x0D,
+	CENTURY = 0x32
+};
 
 static time_t fake_time;
 static struct rtc rtc;
@@ -103,9 +115,9 @@ END_TEST
 
 START_TEST(test_12_hour_mode_sets_pm_bit)
 {
-	wr(REG_B, 0x00); /* 12-hour, BCD */
+	wr(REG_B, 0x00);			  /* 12-hour, BCD */
 	ck_assert_uint_eq(rd(HOUR), 0x80 | 0x03); /* 15h = 3 PM */
-	wr(REG_B, 0x04); /* 12-hour, binary */
+	wr(REG_B, 0x04);			  /* 12-hour, binary */
 	ck_assert_uint_eq(rd(HOUR), 0x80 | 3);
 	fake_time = FAKE_NOW - 15 * 3600; /* 00:09: 12 AM */
 	wr(REG_B, 0x00);

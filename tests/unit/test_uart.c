@@ -12,14 +12,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RBR = 0, THR = 0, DLL = 0, IER = 1, DLM = 1, IIR = 2, FCR = 2, LCR = 3, MCR = 4, LSR = 5,
-       MSR = 6, SCR = 7 };
+enum {
+	RBR = 0,
+	THR = 0,
+	DLL = 0,
+	IER = 1,
+	DLM = 1,
+	IIR = 2,
+	FCR = 2,
+	LCR = 3,
+	MCR = 4,
+	LSR = 5,
+	MSR = 6,
+	SCR = 7
+};
 #define IER_ERBFI 0x01
 #define IER_ETBEI 0x02
-#define LSR_DR    0x01
+#define LSR_DR	  0x01
 #define LSR_THRE  0x20
 #define LSR_TEMT  0x40
-#define GSI       4
+#define GSI	  4
 
 static struct irq_rec rec;
 static struct irq_router router;

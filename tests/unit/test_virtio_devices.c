@@ -100,19 +100,19 @@ END_TEST
 
 enum { T_IN = 0, T_OUT = 1, T_FLUSH = 4, T_GET_ID = 8, T_DISCARD = 11 };
 enum { S_OK = 0, S_IOERR = 1, S_UNSUPP = 2 };
-#define SECT 512
-#define DISK_BYTES (256 * 1024 + 100) /* a partial sector at the end */
+#define SECT	       512
+#define DISK_BYTES     (256 * 1024 + 100) /* a partial sector at the end */
 #define F_BLK_SEG_MAX  (1ULL << 2)
 #define F_BLK_RO       (1ULL << 5)
 #define F_BLK_BLK_SIZE (1ULL << 6)
 #define F_BLK_FLUSH    (1ULL << 9)
-#define HDR  0x100000ULL
-#define STAT 0x180000ULL
+#define HDR	       0x100000ULL
+#define STAT	       0x180000ULL
 
 static struct virtio_blk blk;
 static char path[64];
 static int disk_fd = -1; /* the test's own view of the file (unlinked at once) */
-static uint8_t *disk;    /* what the file holds */
+static uint8_t *disk;	 /* what the file holds */
 
 static void blk_open(bool ro)
 {
@@ -263,7 +263,10 @@ START_TEST(test_blk_scattered_request_layout)
 	put64(ram.buf + h + 8, 7);
 	ram.buf[BUF + 0x1000 + 412] = 0xEE;
 	const struct vbuf b[] = {
-		{h, 8, false}, {h + 8, 8, false}, {BUF, 100, true}, {BUF + 0x1000, 413, true},
+	    {h, 8, false},
+	    {h + 8, 8, false},
+	    {BUF, 100, true},
+	    {BUF + 0x1000, 413, true},
 	};
 	vrd_chain(&vr[0], 0, b, 4);
 	vrd_publish(&vr[0], 0);
@@ -324,7 +327,7 @@ START_TEST(test_blk_read_past_capacity_is_ioerr)
 	const struct vbuf d0[] = {{BUF, SECT, true}};
 	const struct vbuf d1[] = {{BUF + 0x1000, 2 * SECT, true}};
 	const struct vbuf d2[] = {{BUF + 0x2000, SECT, true}};
-	blk_req(0, T_IN, cap, d0, 1);        /* just past the end */
+	blk_req(0, T_IN, cap, d0, 1);	     /* just past the end */
 	blk_req(1, T_IN, cap - 1, d1, 1);    /* straddles it */
 	blk_req(2, T_IN, UINT64_MAX, d2, 1); /* sector * 512 wraps */
 	blk_run(3);

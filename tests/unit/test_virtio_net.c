@@ -30,17 +30,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define RAM   (16 * MiB)
-#define RING  0x10000ULL
-#define BUF   0x200000ULL
-#define QSZ   64
-#define HLEN  12
-#define ETYPE 0x88B5
-#define TAP   "vnt0"
-#define F_NET_MAC     (1ULL << 5)
-#define F_NET_MRG     (1ULL << 15)
-#define F_NET_STATUS  (1ULL << 16)
-#define F_V1 VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT)
+#define RAM	     (16 * MiB)
+#define RING	     0x10000ULL
+#define BUF	     0x200000ULL
+#define QSZ	     64
+#define HLEN	     12
+#define ETYPE	     0x88B5
+#define TAP	     "vnt0"
+#define F_NET_MAC    (1ULL << 5)
+#define F_NET_MRG    (1ULL << 15)
+#define F_NET_STATUS (1ULL << 16)
+#define F_V1	     VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT)
 
 enum { RXQ = 0, TXQ = 1 };
 static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
@@ -83,8 +83,8 @@ static void net_up(uint64_t features)
 	ck_assert_int_gt(ifindex, 0);
 	pkt = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
 	ck_assert_int_ge(pkt, 0);
-	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
-				  .sll_ifindex = ifindex};
+	struct sockaddr_ll sll = {
+	    .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL), .sll_ifindex = ifindex};
 	ck_assert_int_eq(bind(pkt, (struct sockaddr *)&sll, sizeof(sll)), 0);
 	fake_transport_attach(&ft, &net.vdev, features);
 	for (unsigned q = 0; q < 2; q++) {
@@ -93,8 +93,14 @@ static void net_up(uint64_t features)
 	}
 }
 
-static void setup(void) { net_up(F_V1); }
-static void setup_mrg(void) { net_up(F_V1 | F_NET_MRG); }
+static void setup(void)
+{
+	net_up(F_V1);
+}
+static void setup_mrg(void)
+{
+	net_up(F_V1 | F_NET_MRG);
+}
 
 static void teardown(void)
 {
@@ -121,7 +127,8 @@ static void host_send(const uint8_t *f, size_t len)
 {
 	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = 6};
 	memcpy(sll.sll_addr, f, 6);
-	ck_assert_int_eq(sendto(pkt, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)), (ssize_t)len);
+	ck_assert_int_eq(sendto(pkt, f, len, 0, (struct sockaddr *)&sll, sizeof(sll)),
+			 (ssize_t)len);
 }
 
 /* Waits for the tap to be readable and lets the device read it. */
@@ -162,7 +169,8 @@ static uint32_t used_len(unsigned q, unsigned slot)
 START_TEST(test_net_config_and_features)
 {
 	uint64_t f = virtio_offered_features(&net.vdev);
-	ck_assert_uint_eq(f & (F_NET_MAC | F_NET_STATUS | F_NET_MRG), F_NET_MAC | F_NET_STATUS | F_NET_MRG);
+	ck_assert_uint_eq(f & (F_NET_MAC | F_NET_STATUS | F_NET_MRG),
+			  F_NET_MAC | F_NET_STATUS | F_NET_MRG);
 	uint8_t cfg[8];
 	net.vdev.ops->config_read(&net.vdev, 0, cfg, 6);
 	ck_assert_int_eq(memcmp(cfg, mac, 6), 0); /* mac @0 */
@@ -200,9 +208,9 @@ START_TEST(test_net_rx_single_buffer)
 	ck_assert_uint_eq(vrd_used_idx(&vr[RXQ]), 1);
 	ck_assert_uint_eq(used_len(RXQ, 0), HLEN + sizeof(f));
 	const uint8_t *h = ram.buf + BUF;
-	ck_assert_uint_eq(h[0], 0);           /* flags: GUEST_CSUM not negotiated (5.1.6.4.1) */
-	ck_assert_uint_eq(h[1], 0);           /* gso_type NONE: no GUEST_TSO/UFO */
-	ck_assert_uint_eq(get16(h + 10), 1);  /* num_buffers without MRG_RXBUF */
+	ck_assert_uint_eq(h[0], 0);	     /* flags: GUEST_CSUM not negotiated (5.1.6.4.1) */
+	ck_assert_uint_eq(h[1], 0);	     /* gso_type NONE: no GUEST_TSO/UFO */
+	ck_assert_uint_eq(get16(h + 10), 1); /* num_buffers without MRG_RXBUF */
 	ck_assert_int_eq(memcmp(h + HLEN, f, sizeof(f)), 0);
 	ck_assert_uint_ge(ft.used[RXQ], 1);
 }
@@ -270,7 +278,8 @@ END_TEST
 START_TEST(test_net_unavailable)
 {
 	/* Registered only when the tap cases cannot run here. */
-	fprintf(stderr, "virtio-net tap tests not run: %s\n", getenv("VNET_WHY") ? getenv("VNET_WHY") : "");
+	fprintf(stderr, "virtio-net tap tests not run: %s\n",
+		getenv("VNET_WHY") ? getenv("VNET_WHY") : "");
 }
 END_TEST
 

@@ -18,19 +18,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SLOT  3
-#define PIN   19 /* 16 + (3 + INTA# - 1) % 8 */
-#define SLOT2 4
-#define PIN2  20
-#define NQ    3
-#define QMAX  16
-#define QSZ   8
+#define SLOT	   3
+#define PIN	   19 /* 16 + (3 + INTA# - 1) % 8 */
+#define SLOT2	   4
+#define PIN2	   20
+#define NQ	   3
+#define QMAX	   16
+#define QSZ	   8
 #define PROBE_TYPE 9
-#define PROBE_F0 (1ULL << 0)
-#define PROBE_F5 (1ULL << 5) /* both in PROBE_FEATURES */
-#define F_V1  VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT)
-#define RINGS 0x100000ULL
-#define BUFS  0x400000ULL
+#define PROBE_F0   (1ULL << 0)
+#define PROBE_F5   (1ULL << 5) /* both in PROBE_FEATURES */
+#define F_V1	   VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT)
+#define RINGS	   0x100000ULL
+#define BUFS	   0x400000ULL
 
 static struct pci_rig rig;
 static struct fake_host host;
@@ -47,8 +47,8 @@ static void add_probe(uint8_t slot, bool hidden)
 	virtio_probe_init(p, PROBE_TYPE, NQ, QMAX);
 	char name[16];
 	snprintf(name, sizeof(name), "probe%u", nvp);
-	ck_assert_int_eq(virtio_pci_init(&vp[nvp], &p->vdev, name, &rig.irq, &rig.ram.m, &hostif, hidden),
-			 0);
+	ck_assert_int_eq(
+	    virtio_pci_init(&vp[nvp], &p->vdev, name, &rig.irq, &rig.ram.m, &hostif, hidden), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp[nvp].pci, slot, 1), 0);
 	nvp++;
 }
@@ -69,10 +69,22 @@ static void rig_up(enum irq_intx_delivery intx, bool hidden, unsigned ndev)
 		vrd_layout(&ring[q], rig.ram.buf, QSZ, RINGS + 0x10000ULL * q);
 }
 
-static void setup(void) { rig_up(IRQ_INTX_LINE, false, 1); }
-static void setup_two(void) { rig_up(IRQ_INTX_LINE, false, 2); }
-static void setup_hidden(void) { rig_up(IRQ_INTX_LINE, true, 1); }
-static void setup_resample(void) { rig_up(IRQ_INTX_RESAMPLE, false, 1); }
+static void setup(void)
+{
+	rig_up(IRQ_INTX_LINE, false, 1);
+}
+static void setup_two(void)
+{
+	rig_up(IRQ_INTX_LINE, false, 2);
+}
+static void setup_hidden(void)
+{
+	rig_up(IRQ_INTX_LINE, true, 1);
+}
+static void setup_resample(void)
+{
+	rig_up(IRQ_INTX_RESAMPLE, false, 1);
+}
 
 static void teardown(void)
 {
@@ -88,7 +100,7 @@ static void bring_up(const struct vpci_view *view, struct vring_drv *rings)
 	for (unsigned q = 0; q < NQ; q++)
 		vpv_queue(view, q, &rings[q]);
 	vpv_set_status(view, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-			     VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
+				 VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
 	ck_assert_uint_eq(vpv_status(view) & VIRTIO_STATUS_NEEDS_RESET, 0);
 }
 
@@ -146,7 +158,8 @@ START_TEST(test_ids_are_modern)
 	struct fake_host h2;
 	struct virtio_host h = fake_host_make(&h2, &rig.log);
 	ck_assert_int_eq(virtio_rng_init(&rng), 0);
-	ck_assert_int_eq(virtio_pci_init(&rvp, &rng.vdev, "rng", &rig.irq, &rig.ram.m, &h, false), 0);
+	ck_assert_int_eq(virtio_pci_init(&rvp, &rng.vdev, "rng", &rig.irq, &rig.ram.m, &h, false),
+			 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &rvp.pci, 7, 1), 0);
 	ck_assert_uint_eq(cfg_rd(&rig, 7, PCI_DEVICE_ID, 2), 0x1044);
 	virtio_pci_destroy(&rvp);
@@ -177,8 +190,8 @@ static void check_vendor_cap(uint8_t c, unsigned *seen)
 	}
 	ck_assert_uint_eq(bar, 0);
 	uint64_t size = rig_bar_size(&rig, SLOT, (int)bar);
-	ck_assert_msg(off < size && n <= size - off, "type %u at 0x%x+0x%x, BAR 0x%llx", type, off, n,
-		      (unsigned long long)size);
+	ck_assert_msg(off < size && n <= size - off, "type %u at 0x%x+0x%x, BAR 0x%llx", type, off,
+		      n, (unsigned long long)size);
 	if (type == VPCI_COMMON) {
 		ck_assert_uint_eq(off % 4, 0);
 		ck_assert_uint_ge(n, VPC_COMMON_LEN);
@@ -221,17 +234,20 @@ END_TEST
 START_TEST(test_msix_on_bar2_in_pages_of_its_own)
 {
 	ck_assert_uint_ne(v.msix_cap, 0);
-	uint32_t t = cfg_rd(&rig, SLOT, v.msix_cap + 4u, 4), p = cfg_rd(&rig, SLOT, v.msix_cap + 8u, 4);
+	uint32_t t = cfg_rd(&rig, SLOT, v.msix_cap + 4u, 4),
+		 p = cfg_rd(&rig, SLOT, v.msix_cap + 8u, 4);
 	ck_assert_uint_eq(t & 7, 2);
 	ck_assert_uint_eq(p & 7, 2);
 	ck_assert_uint_ge(msix_table_size(), NQ + 1); /* a vector per queue and config */
-	uint64_t tab0 = v.msix_table & ~4095ULL, tab1 = (v.msix_table + 16ULL * msix_table_size() - 1) | 4095;
+	uint64_t tab0 = v.msix_table & ~4095ULL,
+		 tab1 = (v.msix_table + 16ULL * msix_table_size() - 1) | 4095;
 	uint64_t pba0 = v.msix_pba & ~4095ULL, pba1 = v.msix_pba | 4095;
 	/* PCI 3.0 6.8.2: nothing else in a 4 KiB page of the table or PBA. */
 	for (unsigned type = 1; type <= 4; type++) {
 		uint32_t n = cfg_rd(&rig, SLOT, v.cap[type] + 12u, 4);
 		uint64_t s = v.at[type] & ~4095ULL, e = (v.at[type] + (n ? n : 1) - 1) | 4095;
-		ck_assert_msg(e < tab0 || s > tab1, "cfg_type %u shares a page with the MSI-X table", type);
+		ck_assert_msg(e < tab0 || s > tab1,
+			      "cfg_type %u shares a page with the MSI-X table", type);
 		ck_assert_msg(e < pba0 || s > pba1, "cfg_type %u shares a page with the PBA", type);
 	}
 }
@@ -247,7 +263,8 @@ START_TEST(test_ioeventfd_per_queue_at_notify_address)
 		uint64_t a = vpv_notify_addr(&v, q);
 		fds[q] = fake_host_ioeventfd_at(&host, a);
 		ck_assert_msg(fds[q] >= 0, "no ioeventfd at queue %u's notify address", q);
-		ck_assert_int_ge(fake_host_watch_of(&host, fds[q]), 0); /* the main loop serves it */
+		ck_assert_int_ge(fake_host_watch_of(&host, fds[q]),
+				 0); /* the main loop serves it */
 		for (unsigned i = 0; i < host.nio; i++)
 			if (host.io[i].gpa == a)
 				ck_assert_uint_eq(host.io[i].len, 2);
@@ -316,7 +333,7 @@ START_TEST(test_features_ok_for_valid_subset)
 	vpv_wr(&v, VPC_GFSELECT, 4, 1);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_GF, 4), (uint32_t)(want >> 32));
 	ck_assert_uint_eq(vpv_status(&v), VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-						  VIRTIO_STATUS_FEATURES_OK);
+					      VIRTIO_STATUS_FEATURES_OK);
 }
 END_TEST
 
@@ -443,17 +460,18 @@ END_TEST
 START_TEST(test_bad_ring_placement_at_enable_needs_reset)
 {
 	const uint64_t bad[][3] = {
-		{RINGS + 8, RINGS + 0x1000, RINGS + 0x2000},             /* desc not 16-aligned */
-		{RINGS, RINGS + 0x1000, RINGS + 0x2002},                 /* used not 4-aligned */
-		{GUEST_MMIO_HOLE_START, RINGS + 0x1000, RINGS + 0x2000}, /* not RAM */
-		{RINGS, RIG_RAM_SIZE - 4, RINGS + 0x2000},               /* crosses RAM's end */
+	    {RINGS + 8, RINGS + 0x1000, RINGS + 0x2000},	     /* desc not 16-aligned */
+	    {RINGS, RINGS + 0x1000, RINGS + 0x2002},		     /* used not 4-aligned */
+	    {GUEST_MMIO_HOLE_START, RINGS + 0x1000, RINGS + 0x2000}, /* not RAM */
+	    {RINGS, RIG_RAM_SIZE - 4, RINGS + 0x2000},		     /* crosses RAM's end */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert(vpv_negotiate(&v, F_V1));
 		struct vring_drv r;
 		vrd_init(&r, rig.ram.buf, QSZ, bad[i][0], bad[i][1], bad[i][2]);
 		vpv_queue(&v, 0, &r);
-		ck_assert_msg(vpv_status(&v) & VIRTIO_STATUS_NEEDS_RESET, "placement %zu accepted", i);
+		ck_assert_msg(vpv_status(&v) & VIRTIO_STATUS_NEEDS_RESET, "placement %zu accepted",
+			      i);
 		ck_assert_uint_eq(q_rd(0, VPC_Q_ENABLE), 0);
 	}
 }

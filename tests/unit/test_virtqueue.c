@@ -28,13 +28,15 @@ static void setup(void)
 {
 	fake_ram_init(&ram, RAM);
 	vrd_layout(&vr, ram.buf, QS, RING);
-	ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, false), VIRTQ_OK);
+	ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, false),
+			 VIRTQ_OK);
 }
 
 static void setup_event_idx(void)
 {
 	setup();
-	ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, true), VIRTQ_OK);
+	ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, true),
+			 VIRTQ_OK);
 }
 
 static void teardown(void)
@@ -77,7 +79,8 @@ START_TEST(test_init_refuses_misaligned_rings)
 			      "desc at +%u accepted", off);
 	ck_assert_int_lt(init_at(QS, QS, RING, RING + 0x1001, RING + 0x2000, false), 0);
 	for (unsigned off = 1; off < 4; off++)
-		ck_assert_int_lt(init_at(QS, QS, RING, RING + 0x1000, RING + 0x2000 + off, false), 0);
+		ck_assert_int_lt(init_at(QS, QS, RING, RING + 0x1000, RING + 0x2000 + off, false),
+				 0);
 	/* The weakest legal alignment of each is accepted. */
 	ck_assert_int_eq(init_at(QS, QS, RING + 16, RING + 0x1002, RING + 0x2004, false), 0);
 }
@@ -86,10 +89,12 @@ END_TEST
 START_TEST(test_init_refuses_rings_partly_outside_ram)
 {
 	uint64_t end = RAM;
-	ck_assert_int_lt(init_at(QS, QS, end - 16 * QS / 2, RING + 0x1000, RING + 0x2000, false), 0);
+	ck_assert_int_lt(init_at(QS, QS, end - 16 * QS / 2, RING + 0x1000, RING + 0x2000, false),
+			 0);
 	ck_assert_int_lt(init_at(QS, QS, RING, end - 4, RING + 0x2000, false), 0);
 	ck_assert_int_lt(init_at(QS, QS, RING, RING + 0x1000, end - 8, false), 0);
-	ck_assert_int_lt(init_at(QS, QS, GUEST_MMIO_HOLE_START, RING + 0x1000, RING + 0x2000, false), 0);
+	ck_assert_int_lt(
+	    init_at(QS, QS, GUEST_MMIO_HOLE_START, RING + 0x1000, RING + 0x2000, false), 0);
 	/* A ring ending exactly at the end of RAM fits... */
 	uint64_t avail_sz = 4 + 2 * QS, used_sz = 4 + 8 * QS;
 	ck_assert_int_eq(init_at(QS, QS, end - 16 * QS, RING + 0x1000, RING + 0x2000, false), 0);
@@ -106,7 +111,10 @@ END_TEST
 START_TEST(test_simple_chain_gives_out_and_in_iovecs)
 {
 	const struct vbuf b[] = {
-		{BUF, 16, false}, {BUF + 0x1000, 100, false}, {BUF + 0x2000, 512, true}, {BUF + 0x3000, 1, true},
+	    {BUF, 16, false},
+	    {BUF + 0x1000, 100, false},
+	    {BUF + 0x2000, 512, true},
+	    {BUF + 0x3000, 1, true},
 	};
 	vrd_chain(&vr, 3, b, 4);
 	vrd_publish(&vr, 3);
@@ -156,7 +164,8 @@ END_TEST
 
 START_TEST(test_readable_after_writable_rejected)
 {
-	const struct vbuf b[] = {{BUF, 16, false}, {BUF + 0x100, 16, true}, {BUF + 0x200, 16, false}};
+	const struct vbuf b[] = {
+	    {BUF, 16, false}, {BUF + 0x100, 16, true}, {BUF + 0x200, 16, false}};
 	vrd_chain(&vr, 0, b, 3);
 	vrd_publish(&vr, 0);
 	ck_assert_int_eq(virtq_pop(&q, &e), VIRTQ_ERR_ORDER);
@@ -225,19 +234,23 @@ END_TEST
 
 START_TEST(test_buffer_outside_ram_rejected)
 {
-	const struct { uint64_t addr; uint32_t len; } bad[] = {
-		{GUEST_MMIO_HOLE_START, 16},       /* in the MMIO hole */
-		{0xFEE00000ULL, 4},                /* the LAPIC */
-		{RAM - 8, 16},                     /* crosses the end of RAM */
-		{RAM, 1},                          /* just past it */
-		{0xFFFFFFFFFFFFFFF0ULL, 0x20},     /* wraps the address space */
+	const struct {
+		uint64_t addr;
+		uint32_t len;
+	} bad[] = {
+	    {GUEST_MMIO_HOLE_START, 16},   /* in the MMIO hole */
+	    {0xFEE00000ULL, 4},		   /* the LAPIC */
+	    {RAM - 8, 16},		   /* crosses the end of RAM */
+	    {RAM, 1},			   /* just past it */
+	    {0xFFFFFFFFFFFFFFF0ULL, 0x20}, /* wraps the address space */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		vrd_layout(&vr, ram.buf, QS, RING);
-		ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, false), 0);
+		ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, false),
+				 0);
 		post1(0, bad[i].addr, bad[i].len, i & 1);
-		ck_assert_msg(virtq_pop(&q, &e) == VIRTQ_ERR_ADDR, "buffer %zu at 0x%llx accepted", i,
-			      (unsigned long long)bad[i].addr);
+		ck_assert_msg(virtq_pop(&q, &e) == VIRTQ_ERR_ADDR, "buffer %zu at 0x%llx accepted",
+			      i, (unsigned long long)bad[i].addr);
 	}
 	/* The last bytes of RAM are fine. */
 	vrd_layout(&vr, ram.buf, QS, RING);
@@ -267,7 +280,8 @@ static void post_indirect(uint16_t head, uint64_t table, uint32_t len, uint16_t 
 
 START_TEST(test_indirect_table_walked)
 {
-	const struct vbuf b[] = {{BUF, 16, false}, {BUF + 0x1000, 512, true}, {BUF + 0x2000, 1, true}};
+	const struct vbuf b[] = {
+	    {BUF, 16, false}, {BUF + 0x1000, 512, true}, {BUF + 0x2000, 1, true}};
 	vrd_table(ram.buf, TABLE, b, 3);
 	post_indirect(6, TABLE, 3 * 16, 0);
 	ck_assert_int_eq(virtq_pop(&q, &e), 1);
@@ -339,7 +353,8 @@ START_TEST(test_indirect_bad_length_rejected)
 	static const uint32_t lens[] = {0, 8, 17, 31, 33};
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		vrd_layout(&vr, ram.buf, QS, RING);
-		ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, false), 0);
+		ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, false),
+				 0);
 		post_indirect(0, TABLE, lens[i], 0);
 		ck_assert_msg(virtq_pop(&q, &e) < 0, "indirect length %u accepted", lens[i]);
 	}

@@ -12,7 +12,8 @@
 void vrd_init(struct vring_drv *v, uint8_t *ram, uint16_t size, uint64_t desc, uint64_t avail,
 	      uint64_t used)
 {
-	*v = (struct vring_drv){.ram = ram, .size = size, .desc = desc, .avail = avail, .used = used};
+	*v = (struct vring_drv){
+	    .ram = ram, .size = size, .desc = desc, .avail = avail, .used = used};
 }
 
 void vrd_layout(struct vring_drv *v, uint8_t *ram, uint16_t size, uint64_t base)
@@ -134,7 +135,8 @@ static int fh_watch(void *ctx, int fd, void (*ready)(void *arg), void *arg)
 struct virtio_host fake_host_make(struct fake_host *h, struct log *log)
 {
 	memset(h, 0, sizeof(*h));
-	return (struct virtio_host){.ioeventfd = fh_ioeventfd, .watch = fh_watch, .ctx = h, .log = log};
+	return (struct virtio_host){
+	    .ioeventfd = fh_ioeventfd, .watch = fh_watch, .ctx = h, .log = log};
 }
 
 int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa)
@@ -217,11 +219,11 @@ static void ft_unlock(struct virtio_transport *t)
 }
 
 static const struct virtio_transport_ops ft_ops = {
-	.queue_used = ft_queue_used,
-	.config_changed = ft_config_changed,
-	.needs_reset = ft_needs_reset,
-	.lock = ft_lock,
-	.unlock = ft_unlock,
+    .queue_used = ft_queue_used,
+    .config_changed = ft_config_changed,
+    .needs_reset = ft_needs_reset,
+    .lock = ft_lock,
+    .unlock = ft_unlock,
 };
 
 void fake_transport_attach(struct fake_transport *f, struct virtio_dev *d, uint64_t features)
@@ -236,7 +238,8 @@ void fake_dev_queue(struct virtio_dev *d, unsigned q, const struct guest_mem *m,
 		    const struct vring_drv *v)
 {
 	bool ev = virtio_has_feature(d, VIRTIO_F_EVENT_IDX_BIT);
-	int ret = virtq_init(&d->vqs[q], m, v->size, d->ops->queue_max, v->desc, v->avail, v->used, ev);
+	int ret =
+	    virtq_init(&d->vqs[q], m, v->size, d->ops->queue_max, v->desc, v->avail, v->used, ev);
 	ck_assert_msg(ret == 0, "virtq_init of queue %u: %s", q, virtq_error_name(ret));
 }
 
@@ -282,10 +285,17 @@ void virtio_probe_init(struct virtio_probe *p, uint16_t type, unsigned nq, uint1
 	ck_assert_uint_le(nq, PROBE_MAX_QUEUES);
 	memset(p, 0, sizeof(*p));
 	p->ops = (struct virtio_dev_ops){
-		.name = "probe", .type = type, .pci_class = 0xFF0000, .features = PROBE_FEATURES,
-		.num_queues = nq, .queue_max = qmax, .config_size = PROBE_CONFIG_SIZE,
-		.config_read = probe_config_read, .queue_notify = probe_notify,
-		.activate = probe_activate, .reset = probe_reset,
+	    .name = "probe",
+	    .type = type,
+	    .pci_class = 0xFF0000,
+	    .features = PROBE_FEATURES,
+	    .num_queues = nq,
+	    .queue_max = qmax,
+	    .config_size = PROBE_CONFIG_SIZE,
+	    .config_read = probe_config_read,
+	    .queue_notify = probe_notify,
+	    .activate = probe_activate,
+	    .reset = probe_reset,
 	};
 	p->vdev.ops = &p->ops;
 	p->vdev.priv = p;
@@ -321,7 +331,8 @@ void vpv_init(struct vpci_view *v, struct pci_rig *r, uint8_t slot)
 				v->cap[type] = c;
 				uint8_t bar = (uint8_t)cfg_rd(r, slot, c + 4u, 1);
 				if (type <= 4 && bar < 6)
-					v->at[type] = rig_bar_addr(r, slot, bar) + cfg_rd(r, slot, c + 8u, 4);
+					v->at[type] =
+					    rig_bar_addr(r, slot, bar) + cfg_rd(r, slot, c + 8u, 4);
 				if (type == VPCI_NOTIFY)
 					v->notify_mult = cfg_rd(r, slot, c + 16u, 4);
 			}
@@ -373,7 +384,8 @@ bool vpv_negotiate(const struct vpci_view *v, uint64_t features)
 	vpv_wr(v, VPC_GF, 4, (uint32_t)features);
 	vpv_wr(v, VPC_GFSELECT, 4, 1);
 	vpv_wr(v, VPC_GF, 4, (uint32_t)(features >> 32));
-	vpv_set_status(v, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
+	vpv_set_status(v, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+			      VIRTIO_STATUS_FEATURES_OK);
 	return vpv_status(v) & VIRTIO_STATUS_FEATURES_OK;
 }
 

@@ -60,7 +60,7 @@ uint16_t vrd_used_flags(const struct vring_drv *v);
 void vrd_used_elem(const struct vring_drv *v, unsigned slot, uint32_t *id, uint32_t *len);
 
 /* ---- a host for virtio-pci ---- */
-#define FAKE_HOST_IO_MAX 64
+#define FAKE_HOST_IO_MAX    64
 #define FAKE_HOST_WATCH_MAX 16
 struct fake_host {
 	struct {
@@ -107,8 +107,8 @@ void fake_dev_queue(struct virtio_dev *d, unsigned q, const struct guest_mem *m,
  * reading 0x30 + offset, features bits 0 and 5 offered. Each notify fills
  * every device-writable buffer with 0xA5 and uses it whole (len = in_len);
  * a broken chain asks for a reset. Counts notifies, activations, resets. */
-#define PROBE_MAX_QUEUES 4
-#define PROBE_FEATURES ((1ULL << 0) | (1ULL << 5))
+#define PROBE_MAX_QUEUES  4
+#define PROBE_FEATURES	  ((1ULL << 0) | (1ULL << 5))
 #define PROBE_CONFIG_SIZE 12
 struct virtio_probe {
 	struct virtio_dev vdev;
@@ -126,20 +126,33 @@ uint64_t virtio_offered_features(struct virtio_dev *d);
 /* ---- a virtio-pci function as its driver sees it ---- */
 /* struct virtio_pci_common_cfg (4.1.4.3). */
 enum {
-	VPC_DFSELECT = 0x00, VPC_DF = 0x04, VPC_GFSELECT = 0x08, VPC_GF = 0x0C, VPC_MSIX = 0x10,
-	VPC_NUMQ = 0x12, VPC_STATUS = 0x14, VPC_CFGGEN = 0x15, VPC_Q_SELECT = 0x16,
-	VPC_Q_SIZE = 0x18, VPC_Q_MSIX = 0x1A, VPC_Q_ENABLE = 0x1C, VPC_Q_NOFF = 0x1E,
-	VPC_Q_DESC = 0x20, VPC_Q_DRIVER = 0x28, VPC_Q_DEVICE = 0x30, VPC_COMMON_LEN = 0x38,
+	VPC_DFSELECT = 0x00,
+	VPC_DF = 0x04,
+	VPC_GFSELECT = 0x08,
+	VPC_GF = 0x0C,
+	VPC_MSIX = 0x10,
+	VPC_NUMQ = 0x12,
+	VPC_STATUS = 0x14,
+	VPC_CFGGEN = 0x15,
+	VPC_Q_SELECT = 0x16,
+	VPC_Q_SIZE = 0x18,
+	VPC_Q_MSIX = 0x1A,
+	VPC_Q_ENABLE = 0x1C,
+	VPC_Q_NOFF = 0x1E,
+	VPC_Q_DESC = 0x20,
+	VPC_Q_DRIVER = 0x28,
+	VPC_Q_DEVICE = 0x30,
+	VPC_COMMON_LEN = 0x38,
 };
 /* Capability cfg_type values (4.1.4). */
 enum { VPCI_COMMON = 1, VPCI_NOTIFY = 2, VPCI_ISR = 3, VPCI_DEVICE = 4, VPCI_PCICFG = 5 };
 struct vpci_view {
 	struct pci_rig *rig;
 	uint8_t slot;
-	uint8_t cap[6];     /* config offset of the first cap of each cfg_type */
-	uint64_t at[6];     /* BAR address + cap offset, per cfg_type 1-4 */
+	uint8_t cap[6]; /* config offset of the first cap of each cfg_type */
+	uint64_t at[6]; /* BAR address + cap offset, per cfg_type 1-4 */
 	uint32_t notify_mult;
-	uint8_t msix_cap;   /* 0 = none */
+	uint8_t msix_cap; /* 0 = none */
 	uint64_t msix_table, msix_pba;
 };
 /* Walks the capability list (BARs must be assigned); a missing structure
