@@ -222,8 +222,7 @@ static void check_entry(struct hello *h, struct mp_counts *c, unsigned i, const 
 		c->lints++;
 		break;
 	}
-	default:
-		break; /* the caller stops at an unknown type */
+	default: break; /* the caller stops at an unknown type */
 	}
 }
 

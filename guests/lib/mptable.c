@@ -2,8 +2,8 @@
  * MP table reader (Intel MultiProcessor Specification 1.4, chapter 4). See
  * guest/mptable.h. Plain memory reads, so it runs at any CPL.
  */
-#include "guest/kit.h"
 #include "guest/mptable.h"
+#include "guest/kit.h"
 
 static uint8_t mp_checksum(const uint8_t *p, size_t n)
 {

@@ -2,8 +2,8 @@
  * PCI configuration mechanism #1 (PCI Local Bus 3.0, 3.2.2.3.2), BAR sizing
  * (6.2.5.1) and the capability list (6.7). See guest/pci.h.
  */
-#include "guest/io.h"
 #include "guest/pci.h"
+#include "guest/io.h"
 
 #include <stddef.h>
 

@@ -196,11 +196,8 @@ static void format(struct sink *s, const char *fmt, va_list ap)
 			sink_pad(s, ' ', left ? width - n : 0);
 			break;
 		}
-		case '%':
-			sink_putc(s, '%');
-			break;
-		case '\0':
-			return;
+		case '%': sink_putc(s, '%'); break;
+		case '\0': return;
 		default:
 			/* Unknown conversion: show it rather than guess. */
 			sink_putc(s, '%');

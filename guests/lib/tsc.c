@@ -1,8 +1,8 @@
 /*
  * TSC calibration against PIT channel 2 (see guest/tsc.h).
  */
-#include "guest/io.h"
 #include "guest/tsc.h"
+#include "guest/io.h"
 
 #define PIT_HZ	       1193182u /* 8254 input clock on a PC: 14.31818 MHz / 12 */
 #define PIT_CH2	       0x42
@@ -13,8 +13,8 @@
 #define PORT_B_OUT2    0x20
 /* About 50 ms: long against the ~60 us a port read costs from CPL 3 on the
  * kit's hosts, which bounds the error of the end-of-count poll. */
-#define PIT_COUNT    59659u
-#define GIVE_UP_TSC  (1ull << 34)
+#define PIT_COUNT   59659u
+#define GIVE_UP_TSC (1ull << 34)
 
 uint64_t tsc_hz_from_pit(void)
 {

@@ -13,16 +13,11 @@
 static struct virtio_region *region_for(struct virtio_pci_dev *d, uint8_t type)
 {
 	switch (type) {
-	case VIRTIO_PCI_CAP_COMMON_CFG:
-		return &d->common;
-	case VIRTIO_PCI_CAP_NOTIFY_CFG:
-		return &d->notify;
-	case VIRTIO_PCI_CAP_ISR_CFG:
-		return &d->isr;
-	case VIRTIO_PCI_CAP_DEVICE_CFG:
-		return &d->device;
-	default:
-		return NULL;
+	case VIRTIO_PCI_CAP_COMMON_CFG: return &d->common;
+	case VIRTIO_PCI_CAP_NOTIFY_CFG: return &d->notify;
+	case VIRTIO_PCI_CAP_ISR_CFG: return &d->isr;
+	case VIRTIO_PCI_CAP_DEVICE_CFG: return &d->device;
+	default: return NULL;
 	}
 }
 
@@ -171,12 +166,9 @@ static uint64_t config_read_once(const struct virtio_pci_dev *d, unsigned off, u
 {
 	uint64_t a = d->device.addr + off;
 	switch (len) {
-	case 1:
-		return mmio_read8(a);
-	case 2:
-		return mmio_read16(a);
-	case 4:
-		return mmio_read32(a);
+	case 1: return mmio_read8(a);
+	case 2: return mmio_read16(a);
+	case 4: return mmio_read32(a);
 	default: {
 		uint64_t lo = mmio_read32(a);
 		return lo | (uint64_t)mmio_read32(a + 4) << 32;
@@ -209,12 +201,9 @@ uint32_t virtio_pci_cfg_read(const struct virtio_pci_dev *d, uint8_t bar, uint32
 	pci_write32(0, d->slot, 0, c + VIRTIO_CAP_OFFSET, offset);
 	pci_write32(0, d->slot, 0, c + VIRTIO_CAP_LENGTH, len);
 	switch (len) {
-	case 1:
-		return pci_read8(0, d->slot, 0, c + VIRTIO_CAP_PCI_CFG_DATA);
-	case 2:
-		return pci_read16(0, d->slot, 0, c + VIRTIO_CAP_PCI_CFG_DATA);
-	default:
-		return pci_read32(0, d->slot, 0, c + VIRTIO_CAP_PCI_CFG_DATA);
+	case 1: return pci_read8(0, d->slot, 0, c + VIRTIO_CAP_PCI_CFG_DATA);
+	case 2: return pci_read16(0, d->slot, 0, c + VIRTIO_CAP_PCI_CFG_DATA);
+	default: return pci_read32(0, d->slot, 0, c + VIRTIO_CAP_PCI_CFG_DATA);
 	}
 }
 

@@ -77,8 +77,8 @@ static void load_mptable(void)
 	}
 	check(!it.malformed, "MP table entries are well-formed (4.3)",
 	      "entry %u at offset %zu has a bad type or runs past the table", it.index, it.off);
-	check(pci_bus && pt.mp_pci_bus == 0, "MP table has bus 0 of type \"PCI\" (4.3.2)",
-	      "%s %u", pci_bus ? "the PCI bus is" : "no PCI bus entry; bus id", pt.mp_pci_bus);
+	check(pci_bus && pt.mp_pci_bus == 0, "MP table has bus 0 of type \"PCI\" (4.3.2)", "%s %u",
+	      pci_bus ? "the PCI bus is" : "no PCI bus entry; bus id", pt.mp_pci_bus);
 	check(ioapics == 1 && pt.ioapic == IOAPIC_DEFAULT_BASE,
 	      "MP table has one IOAPIC, at 0xfec00000 (4.3.3)", "%u IOAPICs, the first at 0x%lx",
 	      ioapics, pt.ioapic);
@@ -173,17 +173,16 @@ static bool check_mem_bar(const struct pt_dev *d, unsigned bar, uint32_t orig, u
 
 	snprintf(what, sizeof(what), "BAR%u is 32-bit memory of %s %lu bytes", bar,
 		 exact ? "exactly" : "a power of two >=", exact ? exact : min);
-	bool ok = check(raw && !(raw & PCI_BAR_IO) &&
-			    (raw & PCI_BAR_MEM_TYPE_MASK) == PCI_BAR_MEM_TYPE_32 &&
-			    (exact ? size == exact : is_pow2(size) && size >= min),
-			what, "00:%02x.0: all-ones read back 0x%08x (size %lu)", d->slot, raw,
-			size);
+	bool ok = check(
+	    raw && !(raw & PCI_BAR_IO) && (raw & PCI_BAR_MEM_TYPE_MASK) == PCI_BAR_MEM_TYPE_32 &&
+		(exact ? size == exact : is_pow2(size) && size >= min),
+	    what, "00:%02x.0: all-ones read back 0x%08x (size %lu)", d->slot, raw, size);
 	if (!ok)
 		return false;
-	info("00:%02x.0 BAR%u: 0x%08lx, %lu KiB, %sprefetchable", d->slot, bar, base,
-	     size / 1024, raw & PCI_BAR_MEM_PREFETCH ? "" : "non-");
+	info("00:%02x.0 BAR%u: 0x%08lx, %lu KiB, %sprefetchable", d->slot, bar, base, size / 1024,
+	     raw & PCI_BAR_MEM_PREFETCH ? "" : "non-");
 	return check(base >= PCI_WINDOW_START && base + size <= PCI_WINDOW_END &&
-			     (base & (size - 1)) == 0,
+			 (base & (size - 1)) == 0,
 		     "BAR address is in 0xd0000000-0xefffffff and aligned to its size",
 		     "00:%02x.0 BAR%u at 0x%lx, size 0x%lx", d->slot, bar, base, size);
 }
@@ -264,8 +263,8 @@ static void check_host_bridge(uint32_t id, uint32_t class_rev, uint8_t htype)
 	bool zero = true;
 
 	info("host bridge 00:00.0: %04x:%04x", id & 0xFFFF, id >> 16);
-	check(class_rev >> 8 == 0x060000, "host bridge 00:00.0 has class 0x060000",
-	      "class 0x%06x", class_rev >> 8);
+	check(class_rev >> 8 == 0x060000, "host bridge 00:00.0 has class 0x060000", "class 0x%06x",
+	      class_rev >> 8);
 	check((htype & PCI_HEADER_TYPE_MASK) == 0, "host bridge has a type-0 header",
 	      "header type 0x%02x", htype);
 	probe_bars(0, orig, raw);
@@ -302,8 +301,8 @@ static void check_testdev(struct pt_dev *d, uint32_t class_rev, uint8_t htype)
 	d->bar1 = orig[1] & PCI_BAR_MEM_ADDR_MASK;
 	d->bar1_size = pci_bar_mem_size(raw[1]);
 	check(!raw[2] && !raw[3] && !raw[4] && !raw[5], "testdev BARs 2-5 are not implemented",
-	      "00:%02x.0: all-ones read back 0x%x 0x%x 0x%x 0x%x", d->slot, raw[2], raw[3],
-	      raw[4], raw[5]);
+	      "00:%02x.0: all-ones read back 0x%x 0x%x 0x%x 0x%x", d->slot, raw[2], raw[3], raw[4],
+	      raw[5]);
 
 	/* BAR0 registers, read while decoding is on as the VMM left it. */
 	if (bar0_ok && (cmd & PCI_CMD_MEMORY)) {
@@ -312,8 +311,8 @@ static void check_testdev(struct pt_dev *d, uint32_t class_rev, uint8_t htype)
 		d->doorbells = td_read(d, TD_DOORBELLS);
 		d->usable = check(magic == TESTDEV_MAGIC, "testdev MAGIC reads 0x56454454",
 				  "00:%02x.0: 0x%08x at 0x%x", d->slot, magic, d->bar0);
-		check(d->nvec >= 1 && d->nvec <= TESTDEV_MAX_VECTORS,
-		      "testdev NVECTORS is 1..2048", "00:%02x.0: %u", d->slot, d->nvec);
+		check(d->nvec >= 1 && d->nvec <= TESTDEV_MAX_VECTORS, "testdev NVECTORS is 1..2048",
+		      "00:%02x.0: %u", d->slot, d->nvec);
 		check(td_read(d, TD_INTX_PENDING) == 0, "testdev INTX_PENDING is 0 at boot",
 		      "00:%02x.0: %u", d->slot, td_read(d, TD_INTX_PENDING));
 		info("00:%02x.0: NVECTORS %u, DOORBELLS %u", d->slot, d->nvec, d->doorbells);
@@ -329,8 +328,8 @@ static void check_testdev(struct pt_dev *d, uint32_t class_rev, uint8_t htype)
 		if (d->bar1_size < table + pba)
 			d->msix = 0;
 	} else if (!d->msix && raw[1]) {
-		info("00:%02x.0 BAR1: 0x%08x, size %lu (not checked: no MSI-X capability)",
-		     d->slot, orig[1], d->bar1_size);
+		info("00:%02x.0 BAR1: 0x%08x, size %lu (not checked: no MSI-X capability)", d->slot,
+		     orig[1], d->bar1_size);
 	}
 
 	/* 6.2.4: Interrupt Pin 1 = INTA#; the VMM's Interrupt Line is the
@@ -476,6 +475,6 @@ void pt_relocate_bar0(struct pt_dev *d)
 	check(cfg_read32(d, PCI_BAR0) == (old | low_bits) && at_old == TESTDEV_MAGIC &&
 		  at_new == 0xFFFFFFFFu,
 	      "BAR0 moved back: MAGIC at the old address, all-ones at the new",
-	      "BAR0 0x%08x, 0x%08x at 0x%x, 0x%08x at 0x%x", cfg_read32(d, PCI_BAR0), at_old,
-	      old, at_new, target);
+	      "BAR0 0x%08x, 0x%08x at 0x%x, 0x%08x at 0x%x", cfg_read32(d, PCI_BAR0), at_old, old,
+	      at_new, target);
 }

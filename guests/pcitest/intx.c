@@ -34,7 +34,8 @@ static void pending_then_ack(struct pt_dev *d)
 	td_ring(d, 0);
 	irq_wait(&s, v, 1);
 	intx_set_mode(d, INTX_ACK_IN_HANDLER);
-	check_intx_irqs(&s, d, 1, false, "a doorbell raises one INTx interrupt (handler masks the pin)");
+	check_intx_irqs(&s, d, 1, false,
+			"a doorbell raises one INTx interrupt (handler masks the pin)");
 
 	uint32_t pending = td_read(d, TD_INTX_PENDING);
 	bool status = td_status_intx(d);
@@ -85,7 +86,8 @@ static void interrupt_disable(struct pt_dev *d)
 	irq_snap(&s);
 	cfg_write16(d, PCI_COMMAND, cmd);
 	irq_wait(&s, v, 1);
-	check_intx_irqs(&s, d, 1, true, "clearing Interrupt Disable delivers the pending INTx once");
+	check_intx_irqs(&s, d, 1, true,
+			"clearing Interrupt Disable delivers the pending INTx once");
 	uint64_t acked = irq_acked_new(&s, d);
 	pending = td_read(d, TD_INTX_PENDING);
 	status = td_status_intx(d);
@@ -112,7 +114,7 @@ static void five_in_a_row(struct pt_dev *d)
 	     "%lu interrupts with nothing pending",
 	     d->slot, seen, acked, spur);
 	check(seen - spur == 5 && acked == 5 && intx_redeliveries_ok(seen - spur, spur) &&
-		      others == 0,
+		  others == 0,
 	      "5 doorbells, each waited for: 5 genuine interrupts, 5 acknowledged in the handler",
 	      "00:%02x.0: %lu interrupts, %lu acknowledged, %lu with nothing pending, %lu on "
 	      "other vectors",
@@ -131,8 +133,8 @@ static void five_in_a_row(struct pt_dev *d)
 	     "%lu interrupts with nothing pending",
 	     d->slot, seen, acked, spur);
 	check(acked == 5 && seen - spur >= 1 && seen - spur <= 5 &&
-		      intx_redeliveries_ok(seen - spur, spur) && others == 0 && pending == 0 &&
-		      !td_status_intx(d),
+		  intx_redeliveries_ok(seen - spur, spur) && others == 0 && pending == 0 &&
+		  !td_status_intx(d),
 	      "5 doorbells back to back: all 5 acknowledged once, no interrupt without a doorbell",
 	      "00:%02x.0: %lu interrupts, %lu acknowledged, %lu with nothing pending, %lu on other "
 	      "vectors, INTX_PENDING %u",
@@ -179,9 +181,8 @@ static void shared_single(struct pt_dev *one, struct pt_dev *other)
 	check_intx_irqs(&s, one, 1, true, what);
 	uint64_t a1 = irq_acked_new(&s, one), a2 = irq_acked_new(&s, other);
 	snprintf(what, sizeof(what), "the handler acknowledged 00:%02x.0 only", one->slot);
-	check(a1 == 1 && a2 == 0 && td_read(one, TD_INTX_PENDING) == 0,
-	      what, "acknowledged %lu on 00:%02x.0, %lu on 00:%02x.0", a1, one->slot, a2,
-	      other->slot);
+	check(a1 == 1 && a2 == 0 && td_read(one, TD_INTX_PENDING) == 0, what,
+	      "acknowledged %lu on 00:%02x.0, %lu on 00:%02x.0", a1, one->slot, a2, other->slot);
 }
 
 static void shared_pin(struct pt_dev *a, struct pt_dev *b)
@@ -226,8 +227,7 @@ static void shared_pin(struct pt_dev *a, struct pt_dev *b)
 		 "pin %u shared, TPR 0: 1 or 2 interrupts, both devices acknowledged, none pending",
 		 a->pin);
 	check(seen >= 1 && seen <= 2 && seen > spur && others == 0 && aa == 1 && ab == 1 &&
-		      pa == 0 && pb == 0 &&
-		      !td_status_intx(a) && !td_status_intx(b),
+		  pa == 0 && pb == 0 && !td_status_intx(a) && !td_status_intx(b),
 	      what,
 	      "%lu interrupts (%lu on other vectors), acknowledged %lu and %lu, INTX_PENDING %u "
 	      "and %u",
@@ -256,6 +256,6 @@ void pt_shared_pins(void)
 		}
 	}
 	if (!any)
-		skip("shared INTx pin checks",
-		     pt.ndev >= 2 ? "no two testdevs share an IOAPIC pin" : "fewer than two testdevs");
+		skip("shared INTx pin checks", pt.ndev >= 2 ? "no two testdevs share an IOAPIC pin"
+							    : "fewer than two testdevs");
 }

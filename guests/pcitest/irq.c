@@ -182,8 +182,8 @@ bool irq_setup(void)
 	lapic_write(LAPIC_TPR, 0);
 	lapic_write(LAPIC_SVR, LAPIC_SVR_ENABLE | VEC_SPURIOUS);
 	uint32_t svr = lapic_read(LAPIC_SVR), tpr = lapic_read(LAPIC_TPR);
-	info("LAPIC: ID %u, version 0x%02x with %u LVT entries, SVR 0x%03x", pt.apic_id,
-	     ver & 0xFF, ((ver >> 16) & 0xFF) + 1, svr);
+	info("LAPIC: ID %u, version 0x%02x with %u LVT entries, SVR 0x%03x", pt.apic_id, ver & 0xFF,
+	     ((ver >> 16) & 0xFF) + 1, svr);
 	if (!check((svr & 0x1FF) == (LAPIC_SVR_ENABLE | VEC_SPURIOUS) && tpr == 0,
 		   "LAPIC software-enabled, spurious vector 0xff, TPR 0 (SDM vol. 3, 11.9)",
 		   "SVR 0x%x, TPR 0x%x", svr, tpr))
@@ -226,13 +226,14 @@ bool irq_setup(void)
 		uint32_t lo = ioapic_read(irqs.ioapic, IOAPIC_REG_REDTBL + 2 * pin);
 		uint32_t hi = ioapic_read(irqs.ioapic, IOAPIC_REG_REDTBL + 2 * pin + 1);
 		char what[120];
-		snprintf(what, sizeof(what),
-			 "IOAPIC pin %u: vector 0x%02x, fixed, physical to APIC %u, %s, %s, unmasked",
-			 pin, p->rte_lo & 0xFF, pt.apic_id,
-			 p->rte_lo & IOAPIC_RTE_LEVEL ? "level" : "edge",
-			 p->rte_lo & IOAPIC_RTE_ACTIVE_LOW ? "active low" : "active high");
+		snprintf(
+		    what, sizeof(what),
+		    "IOAPIC pin %u: vector 0x%02x, fixed, physical to APIC %u, %s, %s, unmasked",
+		    pin, p->rte_lo & 0xFF, pt.apic_id,
+		    p->rte_lo & IOAPIC_RTE_LEVEL ? "level" : "edge",
+		    p->rte_lo & IOAPIC_RTE_ACTIVE_LOW ? "active low" : "active high");
 		check((lo & ~(IOAPIC_RTE_DELIVS | IOAPIC_RTE_REMOTE_IRR)) == p->rte_lo &&
-			      !(lo & IOAPIC_RTE_REMOTE_IRR) && hi >> 24 == pt.apic_id,
+			  !(lo & IOAPIC_RTE_REMOTE_IRR) && hi >> 24 == pt.apic_id,
 		      what, "entry reads 0x%08x %08x, wrote 0x%08x with destination %u", hi, lo,
 		      p->rte_lo, pt.apic_id);
 	}
@@ -385,7 +386,8 @@ bool check_intx_irqs(const struct irq_snap *s, const struct pt_dev *d, uint64_t 
 		     "%lu on vector 0x%02x, %lu of them %s (expected %lu%s), %lu on other vectors "
 		     "(first 0x%02x)",
 		     seen, v, spurious, handler_acks ? "found nothing pending" : "beyond the first",
-		     want, pt.lapic_auto_eoi ? ", plus up to one re-delivery each" : "", others, first);
+		     want, pt.lapic_auto_eoi ? ", plus up to one re-delivery each" : "", others,
+		     first);
 }
 
 /* ---- INTx pins ---- */

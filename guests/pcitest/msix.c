@@ -124,7 +124,8 @@ static bool enable_and_program(struct pt_dev *d)
 		uint32_t h = mmio_read32(e + PCI_MSIX_ENTRY_ADDR_HI);
 		uint32_t dt = mmio_read32(e + PCI_MSIX_ENTRY_DATA);
 		uint32_t c = mmio_read32(e + PCI_MSIX_ENTRY_CTRL);
-		if (l != msi_address(pt.apic_id) || h || dt != vec(i) || c != PCI_MSIX_ENTRY_CTRL_MASK) {
+		if (l != msi_address(pt.apic_id) || h || dt != vec(i) ||
+		    c != PCI_MSIX_ENTRY_CTRL_MASK) {
 			if (!bad++) {
 				first = i;
 				lo = l, hi = h, data = dt, vc = c;
@@ -195,8 +196,10 @@ static void masked_vector(struct pt_dev *d)
 	mmio_write32(pba(d), 0xFFFFFFFFu);
 	uint32_t after_ones = mmio_read32(pba(d));
 	check(after_zero == w0 && after_ones == w0 && pba_count(d, &first) == 1,
-	      "writes to the PBA are ignored", "00:%02x.0: PBA 0x%08x, after writing 0: 0x%08x, "
-	      "after writing all-ones: 0x%08x", d->slot, w0, after_zero, after_ones);
+	      "writes to the PBA are ignored",
+	      "00:%02x.0: PBA 0x%08x, after writing 0: 0x%08x, "
+	      "after writing all-ones: 0x%08x",
+	      d->slot, w0, after_zero, after_ones);
 	check_none(&s, "writing the PBA raises nothing");
 
 	irq_snap(&s);
@@ -282,8 +285,7 @@ static void table_access(struct pt_dev *d)
 	uint32_t rd = mmio_read32(e + PCI_MSIX_ENTRY_DATA);
 	mmio_write64(e + PCI_MSIX_ENTRY_DATA, (uint64_t)PCI_MSIX_ENTRY_CTRL_MASK << 32 | vec(0));
 	uint64_t back = mmio_read64(e + PCI_MSIX_ENTRY_ADDR_LO);
-	check(rq == q && rd == 0x5A && back == lo &&
-		      mmio_read32(e + PCI_MSIX_ENTRY_DATA) == vec(0),
+	check(rq == q && rd == 0x5A && back == lo && mmio_read32(e + PCI_MSIX_ENTRY_DATA) == vec(0),
 	      "aligned 8-byte writes and reads of the MSI-X table work",
 	      "00:%02x.0: wrote 0x%016lx at +8, read 0x%016lx (dword 0x%x); address qword 0x%lx",
 	      d->slot, q, rq, rd, back);

@@ -79,9 +79,9 @@ static void parse_cmdline(struct boot_params *bp)
 		return;
 	info("command line: \"%s\"", pt.cmdline);
 
-	unsigned unknown = cmdline_unknown_keys(pt.cmdline, "pcitest.", known_keys,
-						sizeof(known_keys) / sizeof(known_keys[0]),
-						first, sizeof(first));
+	unsigned unknown =
+	    cmdline_unknown_keys(pt.cmdline, "pcitest.", known_keys,
+				 sizeof(known_keys) / sizeof(known_keys[0]), first, sizeof(first));
 	check(unknown == 0, "command line has no unknown pcitest.* keys",
 	      "%u unknown, first \"%s\"", unknown, first);
 
@@ -136,14 +136,16 @@ static uint64_t user_main(void *arg)
 		for (unsigned i = 0; i < pt.ndev; i++) {
 			struct pt_dev *d = &pt.dev[i];
 			if (!d->usable) {
-				printf("pcitest: skip interrupt checks of 00:%02x.0: BAR0 does not work\n",
+				printf("pcitest: skip interrupt checks of 00:%02x.0: BAR0 does not "
+				       "work\n",
 				       d->slot);
 				continue;
 			}
 			if (d->msix)
 				pt_msix(d);
 			else
-				printf("pcitest: skip MSI-X checks of 00:%02x.0: no MSI-X capability\n",
+				printf("pcitest: skip MSI-X checks of 00:%02x.0: no MSI-X "
+				       "capability\n",
 				       d->slot);
 			pt_intx(d);
 		}

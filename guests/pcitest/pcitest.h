@@ -13,18 +13,18 @@
 #include "guest/pci.h"
 
 /* The testdev as the VMM defines it (devices/pci_testdev.h). */
-#define TESTDEV_VENDOR	   0x1234
-#define TESTDEV_DEVICE	   0x7E57
-#define TESTDEV_CLASS	   0xFF0000u
-#define TESTDEV_REVISION   1
-#define TESTDEV_MAGIC	   0x56454454u /* "TDEV" */
-#define TESTDEV_BAR0_SIZE  4096
-#define TD_MAGIC	   0x00
-#define TD_NVECTORS	   0x04
-#define TD_DOORBELL	   0x08
-#define TD_INTX_PENDING	   0x0C
-#define TD_INTX_ACK	   0x10
-#define TD_DOORBELLS	   0x14
+#define TESTDEV_VENDOR	    0x1234
+#define TESTDEV_DEVICE	    0x7E57
+#define TESTDEV_CLASS	    0xFF0000u
+#define TESTDEV_REVISION    1
+#define TESTDEV_MAGIC	    0x56454454u /* "TDEV" */
+#define TESTDEV_BAR0_SIZE   4096
+#define TD_MAGIC	    0x00
+#define TD_NVECTORS	    0x04
+#define TD_DOORBELL	    0x08
+#define TD_INTX_PENDING	    0x0C
+#define TD_INTX_ACK	    0x10
+#define TD_DOORBELLS	    0x14
 #define TESTDEV_MAX_VECTORS 2048 /* 6.8.2.3: table size is an 11-bit N-1 */
 
 /* Where the VMM puts BARs, and where pcitest may move one. */
@@ -41,7 +41,7 @@
 #define VEC_INTX_BASE  0xC0
 #define VEC_SPURIOUS   0xFF
 /* The LAPIC self-test's vector: its handler leaves the EOI to CPL 3. */
-#define VEC_LAPIC_PROBE 0x30
+#define VEC_LAPIC_PROBE	     0x30
 #define PCI_IOAPIC_PIN_FIRST 16 /* the VMM wires PCI INTx to pins 16..23 */
 #define PCI_IOAPIC_PINS	     8
 
@@ -49,14 +49,14 @@ struct pt_dev {
 	unsigned slot;
 	uint32_t bar0, bar1; /* addresses as assigned by the VMM */
 	uint64_t bar1_size;
-	uint32_t nvec;	 /* NVECTORS */
-	uint8_t msix;	 /* MSI-X capability offset, 0 if absent */
-	uint32_t pba_off; /* PBA offset in BAR1 */
-	uint8_t line;	 /* Interrupt Line register */
-	uint8_t pin;	 /* IOAPIC input from the MP table, 0 if none */
-	uint8_t pin_flags; /* MP I/O interrupt entry flags */
-	unsigned pin_slot; /* index among the devices on that pin */
-	bool usable;	 /* BAR0 answers with MAGIC: interrupt tests can drive it */
+	uint32_t nvec;	    /* NVECTORS */
+	uint8_t msix;	    /* MSI-X capability offset, 0 if absent */
+	uint32_t pba_off;   /* PBA offset in BAR1 */
+	uint8_t line;	    /* Interrupt Line register */
+	uint8_t pin;	    /* IOAPIC input from the MP table, 0 if none */
+	uint8_t pin_flags;  /* MP I/O interrupt entry flags */
+	unsigned pin_slot;  /* index among the devices on that pin */
+	bool usable;	    /* BAR0 answers with MAGIC: interrupt tests can drive it */
 	uint32_t doorbells; /* what DOORBELLS should read */
 };
 
@@ -137,7 +137,7 @@ void irq_report(void);
  * doorbell is rung. */
 struct irq_snap {
 	uint64_t count[256];
-	uint64_t acked[PT_MAX_DEVS]; /* INTx doorbells the handler acknowledged, by device */
+	uint64_t acked[PT_MAX_DEVS];	    /* INTx doorbells the handler acknowledged, by device */
 	uint64_t spurious[PCI_IOAPIC_PINS]; /* INTx interrupts that found nothing pending */
 	uint64_t tsc;
 };

@@ -278,20 +278,11 @@ static uint64_t user_main(void *arg)
 			continue;
 		d->usable = false;
 		switch (d->vp.type) {
-		case VIRTIO_ID_BLOCK:
-			vt_blk(d);
-			break;
-		case VIRTIO_ID_RNG:
-			vt_rng(d);
-			break;
-		case VIRTIO_ID_CONSOLE:
-			vt_console(d);
-			break;
-		case VIRTIO_ID_NET:
-			vt_net(d);
-			break;
-		default:
-			break;
+		case VIRTIO_ID_BLOCK: vt_blk(d); break;
+		case VIRTIO_ID_RNG: vt_rng(d); break;
+		case VIRTIO_ID_CONSOLE: vt_console(d); break;
+		case VIRTIO_ID_NET: vt_net(d); break;
+		default: break;
 		}
 	}
 

@@ -34,7 +34,7 @@
 #define LAPIC_ICR_LEVEL_ASSERT (1u << 14)
 #define LAPIC_ICR_DEST_SELF    (1u << 18)
 
-#define LAPIC_SVR_ENABLE 0x100	   /* 11.9, figure 11-23: APIC software enable */
+#define LAPIC_SVR_ENABLE 0x100	    /* 11.9, figure 11-23: APIC software enable */
 #define LAPIC_LVT_MASKED (1u << 16) /* 11.5.1 */
 #define IA32_APIC_BASE	 0x1B	    /* 11.4.4: bit 11 = APIC global enable */
 #define APIC_BASE_ENABLE (1u << 11)

@@ -31,8 +31,8 @@
 #define PCI_INTERRUPT_LINE 0x3C
 #define PCI_INTERRUPT_PIN  0x3D
 
-#define PCI_VENDOR_NONE		0xFFFF /* 6.2.1: no function answers */
-#define PCI_HEADER_TYPE_MASK	0x7F
+#define PCI_VENDOR_NONE		 0xFFFF /* 6.2.1: no function answers */
+#define PCI_HEADER_TYPE_MASK	 0x7F
 #define PCI_HEADER_MULTIFUNCTION 0x80
 
 /* Command register (6.2.2). */
@@ -58,9 +58,9 @@
 #define PCI_CAP_ID_MSIX 0x11
 
 /* MSI-X capability (6.8.2.1 - 6.8.2.5) and table/PBA layout (6.8.2.6 - 6.8.2.10). */
-#define PCI_MSIX_CTRL		 2 /* Message Control, 16 bits */
-#define PCI_MSIX_TABLE		 4 /* Table Offset / Table BIR */
-#define PCI_MSIX_PBA		 8 /* PBA Offset / PBA BIR */
+#define PCI_MSIX_CTRL		 2	/* Message Control, 16 bits */
+#define PCI_MSIX_TABLE		 4	/* Table Offset / Table BIR */
+#define PCI_MSIX_PBA		 8	/* PBA Offset / PBA BIR */
 #define PCI_MSIX_CTRL_SIZE_MASK	 0x07FF /* table size - 1, read-only */
 #define PCI_MSIX_CTRL_FMASK	 0x4000 /* function mask */
 #define PCI_MSIX_CTRL_ENABLE	 0x8000
