@@ -6,7 +6,9 @@
 #include "vm.h"
 
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/ioctl.h>
 
 #define PTE_P	 1ULL
@@ -127,4 +129,41 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 		log_error(log,
 			  "  note: this host emulates guest ring 0 instruction by instruction and "
 			  "does not know every instruction (see notes/kvm-host.md)");
+}
+
+void vcpu_dump_where(struct vcpu *v)
+{
+	struct kvm_regs r;
+	struct kvm_sregs s;
+	struct kvm_mp_state mp = {0};
+	uint8_t insn[8];
+	char bytes[3 * 8 + 1] = "(unreadable)";
+	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
+		return;
+	ioctl(v->fd, KVM_GET_MP_STATE, &mp);
+	if (vcpu_fetch_insn(v, r.rip, insn, sizeof(insn)) == 0)
+		for (unsigned i = 0; i < sizeof(insn); i++)
+			snprintf(bytes + 3 * i, 4, "%02x ", insn[i]);
+	const char *state = mp.mp_state == KVM_MP_STATE_RUNNABLE	? "running"
+			    : mp.mp_state == KVM_MP_STATE_HALTED	? "halted"
+			    : mp.mp_state == KVM_MP_STATE_UNINITIALIZED ? "waiting for INIT"
+			    : mp.mp_state == KVM_MP_STATE_INIT_RECEIVED ? "waiting for SIPI"
+									: "other";
+	log_warn(&v->vm->log,
+		 "vCPU %u at stop: %s, RIP 0x%llx (CS 0x%04x base 0x%llx, CPL %u, %s), RFLAGS "
+		 "%llx, bytes %s",
+		 v->id, state, (unsigned long long)r.rip, s.cs.selector,
+		 (unsigned long long)s.cs.base, s.cs.dpl,
+		 s.cs.l	       ? "64-bit"
+		 : (s.cr0 & 1) ? "protected mode"
+			       : "real mode",
+		 (unsigned long long)r.rflags, bytes);
+	/* Measured on the emulating host: Linux's PV IPI hypercall (vmcall in
+	 * kvm_hypercall4) never completes, so a second vCPU never comes up. */
+	bool hypercall = insn[0] == 0x0F && insn[1] == 0x01 && (insn[2] == 0xC1 || insn[2] == 0xD9);
+	if (v->vm->kvm.emulated_host && hypercall && strcmp(bytes, "(unreadable)"))
+		log_warn(&v->vm->log,
+			 "  hint: vCPU %u is stuck in a KVM hypercall, which does not complete on "
+			 "this host; boot Linux with nopv",
+			 v->id);
 }

@@ -10,6 +10,9 @@ struct kvm_sregs;
 /* Logs RIP, CS, CPL, RSP, RFLAGS, CR0/2/3/4, EFER and the instruction bytes
  * (read from guest memory when `insn` is NULL), plus the host kind. */
 void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsigned insn_len);
+/* One line (warning level): where a stopped vCPU is (RIP, CPL, mode,
+ * instruction bytes, whether it never ran). */
+void vcpu_dump_where(struct vcpu *v);
 /* Reads `len` bytes at linear address `rip` through the guest page tables. */
 int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len);
 

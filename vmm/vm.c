@@ -6,6 +6,7 @@
 #include "layout.h"
 #include "mptable.h"
 #include "rss.h"
+#include "vcpu_diag.h"
 
 #include <asm/bootparam.h>
 #include <errno.h>
@@ -475,6 +476,10 @@ int vm_run(struct vm *vm, struct err *e)
 	console_restore(&vm->console);
 	vm->log.crlf = 0;
 	int code = atomic_load(&vm->exit_code);
+	/* A guest that ran out of time: say where each vCPU was. */
+	if (code == EXIT_TIMEOUT)
+		for (unsigned i = 0; i < vm->nvcpus; i++)
+			vcpu_dump_where(&vm->vcpus[i]);
 	vm_report(vm, code);
 	return code;
 }
