@@ -4,6 +4,7 @@
 #include "vcpu_diag.h"
 
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -36,6 +37,18 @@ static uint64_t reg_by_number(const struct kvm_regs *r, unsigned n)
 	const uint64_t regs[16] = {r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
 				   r->r8,  r->r9,  r->r10, r->r11, r->r12, r->r13, r->r14, r->r15};
 	return regs[n & 15];
+}
+
+/* A little-endian disp32 at insn[*i], sign-extended; false past n. */
+static bool take_disp32(const uint8_t *insn, unsigned n, unsigned *i, uint64_t *out)
+{
+	int32_t d;
+	if (*i + 4 > n)
+		return false;
+	memcpy(&d, insn + *i, 4);
+	*i += 4;
+	*out = (uint64_t)(int64_t)d;
+	return true;
 }
 
 int insn_decode_mem(const uint8_t *insn, unsigned n, const struct kvm_regs *r,
@@ -74,23 +87,19 @@ int insn_decode_mem(const uint8_t *insn, unsigned n, const struct kvm_regs *r,
 		if (index != 4)
 			ea += reg_by_number(r, index) << (sib >> 6);
 		if (base == 5 && mod == 0) {
-			if (i + 4 > n)
+			uint64_t d;
+			if (!take_disp32(insn, n, &i, &d))
 				return -1;
-			int32_t d;
-			memcpy(&d, insn + i, 4);
-			i += 4;
-			ea += (uint64_t)(int64_t)d;
+			ea += d;
 		} else {
 			ea += reg_by_number(r, base | ((rex & 1) << 3));
 		}
 	} else if (rm == 5 && mod == 0) { /* RIP-relative: from the next instruction */
-		if (i + 4 > n)
+		uint64_t d;
+		if (!take_disp32(insn, n, &i, &d))
 			return -1;
-		int32_t d;
-		memcpy(&d, insn + i, 4);
-		i += 4;
 		out->length = i;
-		out->linear = seg_base + r->rip + i + (uint64_t)(int64_t)d;
+		out->linear = seg_base + r->rip + i + d;
 		return 0;
 	} else {
 		ea += reg_by_number(r, rm | ((rex & 1) << 3));
@@ -100,12 +109,10 @@ int insn_decode_mem(const uint8_t *insn, unsigned n, const struct kvm_regs *r,
 			return -1;
 		ea += (uint64_t)(int64_t)(int8_t)insn[i++];
 	} else if (mod == 2) {
-		if (i + 4 > n)
+		uint64_t d;
+		if (!take_disp32(insn, n, &i, &d))
 			return -1;
-		int32_t d;
-		memcpy(&d, insn + i, 4);
-		i += 4;
-		ea += (uint64_t)(int64_t)d;
+		ea += d;
 	}
 	out->length = i;
 	out->linear = seg_base + ea;
