@@ -4,6 +4,8 @@
  */
 #include "hello.h"
 
+#include "guest/pit.h"
+
 /* ---- CPUID (Linux Documentation/virt/kvm/x86/cpuid.rst) ---- */
 
 void check_cpuid(struct hello *h)
@@ -169,14 +171,9 @@ void check_uart(struct hello *h)
 }
 
 /* ---- PIT channel 2 via port 0x61 (Intel 8254 data sheet; the PC/AT
- * system control port B: bit 0 gate 2, bit 1 speaker data, bit 5 OUT2) ---- */
+ * system control port B: bit 0 gate 2, bit 1 speaker data, bit 5 OUT2;
+ * guest/pit.h) ---- */
 
-#define PIT_CH2	       0x42
-#define PIT_CMD	       0x43
-#define PORT_B	       0x61
-#define PORT_B_GATE2   0x01
-#define PORT_B_SPEAKER 0x02
-#define PORT_B_OUT2    0x20
 #define PIT_TEST_COUNT 1193   /* about 1 ms */
 #define PIT_MAX_POLLS  500000 /* each poll is a VM exit: well over 1 ms */
 

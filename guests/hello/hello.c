@@ -14,6 +14,9 @@
  */
 #include "hello.h"
 
+#include "guest/cmdline.h"
+#include "guest/ram.h"
+
 #define MIB (1024ull * 1024)
 #define GIB (1024 * MIB)
 
@@ -66,85 +69,7 @@ void info(const char *fmt, ...)
 	printf("\n");
 }
 
-/* ---- command line ---- */
-
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n';
-}
-
-/* Calls fn for each space-separated word; stops early if fn returns true. */
-static bool for_each_word(const char *cl, bool (*fn)(const char *w, size_t n, void *ctx), void *ctx)
-{
-	while (cl && *cl) {
-		while (is_space(*cl))
-			cl++;
-		const char *start = cl;
-		while (*cl && !is_space(*cl))
-			cl++;
-		if (cl > start && fn(start, (size_t)(cl - start), ctx))
-			return true;
-	}
-	return false;
-}
-
-struct key_lookup {
-	const char *key;
-	const char *val;
-	size_t len;
-};
-
-static bool match_key(const char *w, size_t n, void *ctx)
-{
-	struct key_lookup *k = ctx;
-	size_t kl = strlen(k->key);
-	if (n > kl && !strncmp(w, k->key, kl) && w[kl] == '=') {
-		k->val = w + kl + 1;
-		k->len = n - kl - 1;
-		return true;
-	}
-	return false;
-}
-
-bool cmdline_value(const char *cmdline, const char *key, const char **val, size_t *len)
-{
-	struct key_lookup k = {key, NULL, 0};
-	if (!for_each_word(cmdline, match_key, &k))
-		return false;
-	*val = k.val;
-	*len = k.len;
-	return true;
-}
-
-bool parse_u64(const char *s, size_t len, uint64_t *out)
-{
-	unsigned base = 10;
-	uint64_t v = 0;
-	if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-		len -= 2;
-	}
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		unsigned d;
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (base == 16 && c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (base == 16 && c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			return false;
-		if (v > (UINT64_MAX - d) / base)
-			return false;
-		v = v * base + d;
-	}
-	*out = v;
-	return true;
-}
+/* ---- command line (words and values through guest/cmdline.h) ---- */
 
 bool cmdline_number(struct hello *h, const char *key, uint64_t *out)
 {
@@ -152,31 +77,9 @@ bool cmdline_number(struct hello *h, const char *key, uint64_t *out)
 	size_t len;
 	if (!cmdline_value(h->cmdline, key, &val, &len))
 		return false;
-	if (parse_u64(val, len, out))
+	if (cmdline_parse_u64(val, len, out))
 		return true;
 	check(h, false, key, "value \"%.*s\" is not a number", (int)len, val);
-	return false;
-}
-
-struct unknown_keys {
-	unsigned count;
-	char first[64];
-};
-
-static bool note_unknown_key(const char *w, size_t n, void *ctx)
-{
-	struct unknown_keys *u = ctx;
-	if (n < 6 || strncmp(w, "hello.", 6))
-		return false;
-	size_t kl = 0;
-	while (kl < n && w[kl] != '=')
-		kl++;
-	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
-		if (strlen(known_keys[i]) == kl && !strncmp(w, known_keys[i], kl))
-			return false;
-	}
-	if (u->count++ == 0)
-		snprintf(u->first, sizeof(u->first), "%.*s", (int)(kl < 60 ? kl : 60), w);
 	return false;
 }
 
@@ -296,16 +199,6 @@ static uint32_t fnv1a32(const uint8_t *p, uint64_t n)
 	return hash;
 }
 
-static bool in_usable_e820(const struct boot_params *bp, uint64_t addr, uint64_t size)
-{
-	for (unsigned i = 0; i < bp->e820_entries && i < E820_MAX_ENTRIES_ZEROPAGE; i++) {
-		const struct boot_e820_entry *e = &bp->e820_table[i];
-		if (e->type == E820_TYPE_RAM && addr >= e->addr && addr + size <= e->addr + e->size)
-			return true;
-	}
-	return false;
-}
-
 static void check_initrd(struct hello *h)
 {
 	const struct boot_params *bp = h->bp;
@@ -327,7 +220,7 @@ static void check_initrd(struct hello *h)
 	check(h, size == want_size, "initrd size matches hello.initrd_size",
 	      "ramdisk_size %lu, expected %lu", size, want_size);
 	check(h, image % 4096 == 0, "initrd is page aligned", "at 0x%lx", image);
-	check(h, size > 0 && in_usable_e820(bp, image, size), "initrd lies in usable e820 RAM",
+	check(h, size > 0 && ram_e820_covers(bp, image, size), "initrd lies in usable e820 RAM",
 	      "[0x%lx, 0x%lx)", image, image + size);
 	/* boot.rst initrd_addr_max: "the highest address that may be occupied
 	 * by the initial ramdisk/ramfs contents", hence the + 1. */
@@ -344,36 +237,24 @@ static void check_initrd(struct hello *h)
 
 /* ---- command line words ---- */
 
-struct word_search {
-	const char *word;
-	size_t len;
-	unsigned found;
-};
-
-static bool match_word(const char *w, size_t n, void *ctx)
-{
-	struct word_search *s = ctx;
-	if (n == s->len && !strncmp(w, s->word, n))
-		s->found++;
-	return false;
-}
-
 static void check_cmdline_words(struct hello *h)
 {
-	struct unknown_keys u = {0, ""};
-	for_each_word(h->cmdline, note_unknown_key, &u);
-	check(h, u.count == 0, "command line has no unknown hello.* keys",
-	      "%u unknown, first \"%s\"", u.count, u.first);
+	/* The first unknown key is shown up to 60 characters. */
+	char first[61];
+	unsigned unknown =
+	    cmdline_unknown_keys(h->cmdline, "hello.", known_keys,
+				 sizeof(known_keys) / sizeof(known_keys[0]), first, sizeof(first));
+	check(h, unknown == 0, "command line has no unknown hello.* keys",
+	      "%u unknown, first \"%s\"", unknown, first);
 
 	const char *val;
 	size_t len;
 	if (!cmdline_value(h->cmdline, "hello.cmdline_has", &val, &len))
 		return;
 	/* The key's own word cannot match: it contains '='-prefixed text. */
-	struct word_search s = {val, len, 0};
-	for_each_word(h->cmdline, match_word, &s);
-	check(h, len > 0 && s.found > 0, "command line has the word from hello.cmdline_has",
-	      "\"%.*s\" is not a separate word", (int)len, val);
+	check(h, len > 0 && cmdline_has_word(h->cmdline, val, len),
+	      "command line has the word from hello.cmdline_has", "\"%.*s\" is not a separate word",
+	      (int)len, val);
 }
 
 /* ---- exceptions (results gathered at CPL 0 before run_user) ---- */

@@ -39,11 +39,8 @@ __attribute__((format(printf, 4, 5))) bool check(struct hello *h, bool ok, const
 void skip(struct hello *h, const char *what, const char *why);
 __attribute__((format(printf, 1, 2))) void info(const char *fmt, ...);
 
-/* Command line: the value of "KEY=VALUE" as a separate word. */
-bool cmdline_value(const char *cmdline, const char *key, const char **val, size_t *len);
-/* Decimal or 0x-prefixed hex. */
-bool parse_u64(const char *s, size_t len, uint64_t *out);
-/* hello.KEY=N; returns false if absent, FAILs a check if malformed. */
+/* hello.KEY=N (guest/cmdline.h: decimal or 0x-prefixed hex); returns
+ * false if absent, FAILs a check if malformed. */
 bool cmdline_number(struct hello *h, const char *key, uint64_t *out);
 
 /* mptable.c */

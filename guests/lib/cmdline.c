@@ -82,6 +82,17 @@ bool cmdline_parse_u64(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
+bool cmdline_has_word(const char *cmdline, const char *word, size_t len)
+{
+	const char *p = cmdline, *w;
+	size_t n;
+
+	while (p && (w = next_word(&p, &n)))
+		if (n == len && !strncmp(w, word, n))
+			return true;
+	return false;
+}
+
 unsigned cmdline_unknown_keys(const char *cmdline, const char *prefix, const char *const *known,
 			      size_t nknown, char *first, size_t first_size)
 {

@@ -10,13 +10,14 @@
 struct pin_source {
 	irq_pin_service_fn fn;
 	void *ctx;
-	volatile uint64_t genuine;
+	volatile uint64_t genuine; /* the sum of what fn returned */
 };
 
 struct pin_state {
 	uint8_t nsrc;
 	struct pin_source src[IRQ_PIN_SOURCES];
 	volatile uint64_t spurious;
+	volatile uint32_t deferred; /* mask the pin instead of calling the sources */
 	volatile uint32_t budget;
 	volatile uint32_t stormed;
 	uint32_t rte_lo; /* the low dword, unmasked */
@@ -45,14 +46,20 @@ static void pin_mask_from_irq(unsigned pin, const struct pin_state *p)
 /* 82093AA 3.2.4: a level-triggered entry's remote IRR stays set until the
  * EOI, and the IOAPIC sends again if the line is still asserted then; so
  * every device on the pin is acknowledged before the EOI, as a kernel's
- * shared handler does. */
+ * shared handler does, or the pin is masked so CPL 3 can look at the
+ * devices first (a threaded handler's top half). */
 static void pin_service(unsigned pin, struct pin_state *p)
 {
 	bool any = false;
 
+	if (p->deferred) {
+		pin_mask_from_irq(pin, p);
+		return;
+	}
 	for (unsigned i = 0; i < p->nsrc; i++) {
-		if (p->src[i].fn(p->src[i].ctx)) {
-			p->src[i].genuine++;
+		uint32_t n = p->src[i].fn(p->src[i].ctx);
+		if (n) {
+			p->src[i].genuine += n;
 			any = true;
 		}
 	}
@@ -131,6 +138,7 @@ static void lapic_self_test(struct irq_lapic_info *l)
 	bool in_service = lapic_vector_bit(LAPIC_ISR, IRQ_VEC_LAPIC_PROBE);
 	l->probe_ppr = lapic_read(LAPIC_PPR);
 	lapic_eoi();
+	l->probe_isr_after_eoi = lapic_vector_bit(LAPIC_ISR, IRQ_VEC_LAPIC_PROBE);
 	l->auto_eoi = l->probe_delivered && !in_service;
 }
 
@@ -145,7 +153,7 @@ void irq_lapic_setup(struct irq_lapic_info *l)
 	l->svr = lapic_read(LAPIC_SVR);
 	l->tpr = lapic_read(LAPIC_TPR);
 	l->enabled = (l->svr & 0x1FF) == (LAPIC_SVR_ENABLE | IRQ_VEC_SPURIOUS) && l->tpr == 0;
-	l->probe_delivered = l->auto_eoi = false;
+	l->probe_delivered = l->auto_eoi = l->probe_isr_after_eoi = false;
 	l->probe_ppr = 0;
 	if (l->enabled)
 		lapic_self_test(l);
@@ -200,6 +208,11 @@ void irq_pin_route(unsigned pin, uint32_t rte_lo, uint8_t apic_id, uint32_t *lo,
 	ioapic_write(irqs.ioapic, IOAPIC_REG_REDTBL + 2 * pin, p->rte_lo);
 	*lo = ioapic_read(irqs.ioapic, IOAPIC_REG_REDTBL + 2 * pin);
 	*hi = ioapic_read(irqs.ioapic, IOAPIC_REG_REDTBL + 2 * pin + 1);
+}
+
+void irq_pin_defer(unsigned pin, bool deferred)
+{
+	irqs.pin[pin].deferred = deferred;
 }
 
 void irq_pin_mask(unsigned pin, bool masked)

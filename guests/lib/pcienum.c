@@ -5,12 +5,12 @@
 
 #include "guest/kit.h"
 
-static void size_bars(struct pci_func *f)
+void pci_func_size_bars(struct pci_func *f)
 {
-	uint32_t orig[PCI_NUM_BARS];
+	const uint32_t *orig = f->bar_orig;
 
 	for (unsigned b = 0; b < PCI_NUM_BARS; b++)
-		pci_bar_probe(0, f->slot, 0, PCI_BAR0 + 4 * b, &orig[b], &f->bar_raw[b]);
+		pci_bar_probe(0, f->slot, 0, PCI_BAR0 + 4 * b, &f->bar_orig[b], &f->bar_raw[b]);
 	for (unsigned b = 0; b < PCI_NUM_BARS; b++) {
 		uint32_t raw = f->bar_raw[b];
 		f->bar[b] = f->bar_size[b] = 0;
@@ -48,6 +48,7 @@ unsigned pci_enum_bus0(struct pci_func *out, unsigned max)
 			f->device = (uint16_t)(id >> 16);
 			f->class_rev = pci_read32(0, slot, 0, PCI_CLASS_REV);
 			f->header_type = pci_read8(0, slot, 0, PCI_HEADER_TYPE);
+			f->command = pci_read16(0, slot, 0, PCI_COMMAND);
 			uint32_t ss = pci_read32(0, slot, 0, 0x2C);
 			f->subsys_vendor = (uint16_t)ss;
 			f->subsys_id = (uint16_t)(ss >> 16);
@@ -55,7 +56,7 @@ unsigned pci_enum_bus0(struct pci_func *out, unsigned max)
 			f->irq_pin = pci_read8(0, slot, 0, PCI_INTERRUPT_PIN);
 			/* Only type-0 headers have six BARs. */
 			if ((f->header_type & PCI_HEADER_TYPE_MASK) == 0)
-				size_bars(f);
+				pci_func_size_bars(f);
 		}
 		n++;
 	}
@@ -76,6 +77,7 @@ void mp_routing_load(struct mp_routing *r)
 		r->why = why;
 		return;
 	}
+	r->table_found = true;
 	struct mp_iter it = mp_iter_start(mpc);
 	const uint8_t *e;
 	while ((e = mp_iter_next(&it))) {
@@ -98,6 +100,9 @@ void mp_routing_load(struct mp_routing *r)
 		}
 	}
 	r->malformed = it.malformed;
+	r->malformed_index = it.index;
+	r->malformed_off = it.off;
+	r->pci_bus_found = pci_bus;
 	for (unsigned i = 0; i < nall; i++)
 		if (pci_bus && all[i].src_bus == r->pci_bus)
 			r->pci[r->npci++] = all[i];

@@ -23,8 +23,7 @@ static bool overlaps(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
 	return as && bs && a < b + bs && b < a + as;
 }
 
-/* Whether one e820 RAM entry covers [base, base + size). */
-static bool in_ram(const struct boot_params *bp, uint64_t base, uint64_t size)
+bool ram_e820_covers(const struct boot_params *bp, uint64_t base, uint64_t size)
 {
 	for (unsigned i = 0; i < bp->e820_entries && i < E820_MAX_ENTRIES_ZEROPAGE; i++) {
 		const struct boot_e820_entry *e = &bp->e820_table[i];
@@ -48,7 +47,7 @@ bool ram_pool_init(const struct boot_params *bp, uint64_t size, const char **why
 	size = align_up(size, 4096);
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t b = cand[i];
-		if (b + size > CACHED_END || !in_ram(bp, b, size) ||
+		if (b + size > CACHED_END || !ram_e820_covers(bp, b, size) ||
 		    overlaps(b, size, initrd, initrd_size) ||
 		    overlaps(b, size, cmdline, (uint64_t)bp->hdr.cmdline_size + 1) ||
 		    overlaps(b, size, bp_addr, sizeof(*bp)))

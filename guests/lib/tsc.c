@@ -3,14 +3,8 @@
  */
 #include "guest/tsc.h"
 #include "guest/io.h"
+#include "guest/pit.h"
 
-#define PIT_HZ	       1193182u /* 8254 input clock on a PC: 14.31818 MHz / 12 */
-#define PIT_CH2	       0x42
-#define PIT_CMD	       0x43
-#define PORT_B	       0x61
-#define PORT_B_GATE2   0x01
-#define PORT_B_SPEAKER 0x02
-#define PORT_B_OUT2    0x20
 /* About 50 ms: long against the ~60 us a port read costs from CPL 3 on the
  * kit's hosts, which bounds the error of the end-of-count poll. */
 #define PIT_COUNT   59659u

@@ -4,11 +4,11 @@
  * bridge, every testdev's header (6.1, 6.2), capability list (6.7), MSI-X
  * capability (6.8.2), BARs (6.2.5.1) and interrupt routing (6.2.4 and the
  * MP table, Intel MP spec 1.4, 4.3.4); then moving a BAR (6.2.5.1) and
- * turning memory decoding off (6.2.2). All at CPL 3.
+ * turning memory decoding off (6.2.2). The probe itself is the kit's
+ * (guest/pcienum.h: pci_enum_bus0, mp_routing_load); this checks what it
+ * found. All at CPL 3.
  */
 #include "pcitest.h"
-
-#include "guest/mptable.h"
 
 #define MIB (1024u * 1024u)
 
@@ -20,10 +20,6 @@ struct range {
 };
 static struct range ranges[32 * PCI_NUM_BARS];
 static unsigned nranges;
-
-/* PCI I/O interrupt entries of the MP table (4.3.4, table 4-7). */
-static struct mp_intsrc mp_pci_irqs[64];
-static unsigned n_mp_pci_irqs;
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -44,86 +40,49 @@ static bool overlaps(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
 
 static void load_mptable(void)
 {
-	const struct mp_floating *mpf = mp_find_floating();
-	const char *why = "no \"_MP_\" floating pointer with a valid checksum";
-	const struct mp_config *mpc = mpf ? mp_config_table(mpf, &why) : NULL;
+	struct mp_routing *r = &pt.mp;
 
-	if (!check(mpc != NULL, "MP configuration table found (MP spec 1.4, 4.1 and 4.2)", "%s",
-		   why))
+	mp_routing_load(r);
+	if (!check(r->table_found, "MP configuration table found (MP spec 1.4, 4.1 and 4.2)", "%s",
+		   r->why))
 		return;
-	bool pci_bus = false;
-	unsigned ioapics = 0;
-	struct mp_iter it = mp_iter_start(mpc);
-	const uint8_t *e;
-	while ((e = mp_iter_next(&it))) {
-		if (e[0] == MP_ENTRY_BUS) {
-			const struct mp_bus *b = (const void *)e;
-			if (!memcmp(b->bus_type, "PCI   ", 6) && !pci_bus) {
-				pci_bus = true;
-				pt.mp_pci_bus = b->bus_id;
-			}
-		} else if (e[0] == MP_ENTRY_IOAPIC) {
-			const struct mp_ioapic *io = (const void *)e;
-			if (ioapics++ == 0) {
-				pt.ioapic_id = io->apic_id;
-				pt.ioapic = io->address;
-			}
-		} else if (e[0] == MP_ENTRY_IOINT) {
-			/* Kept until the bus entries are all known: 4.3
-			 * does not order bus entries before these. */
-			if (n_mp_pci_irqs < sizeof(mp_pci_irqs) / sizeof(mp_pci_irqs[0]))
-				memcpy(&mp_pci_irqs[n_mp_pci_irqs++], e, sizeof(struct mp_intsrc));
-		}
-	}
-	check(!it.malformed, "MP table entries are well-formed (4.3)",
-	      "entry %u at offset %zu has a bad type or runs past the table", it.index, it.off);
-	check(pci_bus && pt.mp_pci_bus == 0, "MP table has bus 0 of type \"PCI\" (4.3.2)", "%s %u",
-	      pci_bus ? "the PCI bus is" : "no PCI bus entry; bus id", pt.mp_pci_bus);
-	check(ioapics == 1 && pt.ioapic == IOAPIC_DEFAULT_BASE,
+	check(!r->malformed, "MP table entries are well-formed (4.3)",
+	      "entry %u at offset %zu has a bad type or runs past the table", r->malformed_index,
+	      r->malformed_off);
+	check(r->pci_bus_found && r->pci_bus == 0, "MP table has bus 0 of type \"PCI\" (4.3.2)",
+	      "%s %u", r->pci_bus_found ? "the PCI bus is" : "no PCI bus entry; bus id",
+	      r->pci_bus);
+	check(r->nioapics == 1 && r->ioapic == IOAPIC_DEFAULT_BASE,
 	      "MP table has one IOAPIC, at 0xfec00000 (4.3.3)", "%u IOAPICs, the first at 0x%lx",
-	      ioapics, pt.ioapic);
-	/* Keep only the entries whose source bus is the PCI bus. */
-	unsigned n = 0;
-	for (unsigned i = 0; i < n_mp_pci_irqs; i++)
-		if (pci_bus && mp_pci_irqs[i].src_bus == pt.mp_pci_bus)
-			mp_pci_irqs[n++] = mp_pci_irqs[i];
-	n_mp_pci_irqs = n;
-	info("MP table: IOAPIC id %u at 0x%lx, %u PCI I/O interrupt entries", pt.ioapic_id,
-	     pt.ioapic, n);
-	pt.mp_ok = pci_bus && ioapics >= 1;
+	      r->nioapics, r->ioapic);
+	info("MP table: IOAPIC id %u at 0x%lx, %u PCI I/O interrupt entries", r->ioapic_id,
+	     r->ioapic, r->npci);
 }
 
 /* 4.3.4: the entry for INTA# of the device: source bus IRQ = slot << 2 | 0. */
 static void check_mp_entry(struct pt_dev *d)
 {
-	const struct mp_intsrc *m = NULL;
-	unsigned matches = 0;
-	uint8_t want_irq = MP_PCI_SRC_IRQ(d->slot, 0);
+	unsigned matches;
 
-	if (!pt.mp_ok) {
+	if (!pt.mp.ok) {
 		check(false, "MP table routes the testdev's INTA#", "00:%02x.0: no usable MP table",
 		      d->slot);
 		return;
 	}
-	for (unsigned i = 0; i < n_mp_pci_irqs; i++) {
-		if (mp_pci_irqs[i].src_bus_irq == want_irq) {
-			if (!matches++)
-				m = &mp_pci_irqs[i];
-		}
-	}
+	const struct mp_intsrc *m = mp_routing_pci_intx(&pt.mp, d->slot, 1, &matches);
 	check(matches == 1, "MP table has one I/O interrupt entry for the testdev's INTA#",
 	      "00:%02x.0: %u entries with source bus %u IRQ 0x%02x", d->slot, matches,
-	      pt.mp_pci_bus, want_irq);
+	      pt.mp.pci_bus, MP_PCI_SRC_IRQ(d->slot, 0));
 	if (!m)
 		return;
 	/* Type INT, level-triggered active-low (flags 0x0f, table 4-10), to
 	 * the MP table's IOAPIC (or 0xff, all of them) at the pin the
 	 * Interrupt Line register names. */
 	check(m->irq_type == MP_IRQ_INT && m->flags == (MP_IRQFLAG_LEVEL | MP_IRQFLAG_ACTIVE_LOW) &&
-		  (m->dst_apic == pt.ioapic_id || m->dst_apic == 0xFF) && m->dst_irq == d->line,
+		  (m->dst_apic == pt.mp.ioapic_id || m->dst_apic == 0xFF) && m->dst_irq == d->line,
 	      "MP entry: INT, level, active low, to the IOAPIC pin in Interrupt Line",
 	      "00:%02x.0: type %u flags 0x%x -> IOAPIC %u pin %u (Interrupt Line %u, IOAPIC id %u)",
-	      d->slot, m->irq_type, m->flags, m->dst_apic, m->dst_irq, d->line, pt.ioapic_id);
+	      d->slot, m->irq_type, m->flags, m->dst_apic, m->dst_irq, d->line, pt.mp.ioapic_id);
 	if (m->dst_irq >= PCI_IOAPIC_PIN_FIRST &&
 	    m->dst_irq < PCI_IOAPIC_PIN_FIRST + PCI_IOAPIC_PINS) {
 		d->pin = m->dst_irq;
@@ -133,23 +92,17 @@ static void check_mp_entry(struct pt_dev *d)
 
 /* ---- BARs ---- */
 
-/* Sizes all six BARs of a function and records its memory ranges. Returns
- * the raw sizing values; 64-bit BARs take two slots (the second raw value
- * is then the high half). */
-static void probe_bars(unsigned slot, uint32_t orig[PCI_NUM_BARS], uint32_t raw[PCI_NUM_BARS])
+/* Records the memory ranges of a function's BARs (sized by pci_enum_bus0,
+ * 6.2.5.1; a 64-bit BAR takes two slots). */
+static void record_ranges(const struct pci_func *f)
 {
-	for (unsigned b = 0; b < PCI_NUM_BARS; b++)
-		pci_bar_probe(0, slot, 0, PCI_BAR0 + 4 * b, &orig[b], &raw[b]);
 	for (unsigned b = 0; b < PCI_NUM_BARS; b++) {
-		if (!raw[b] || (raw[b] & PCI_BAR_IO))
+		uint32_t raw = f->bar_raw[b];
+		if (!raw || (raw & PCI_BAR_IO))
 			continue;
-		uint64_t base = orig[b] & PCI_BAR_MEM_ADDR_MASK;
-		bool is64 = (raw[b] & PCI_BAR_MEM_TYPE_MASK) == PCI_BAR_MEM_TYPE_64;
-		if (is64 && b + 1 < PCI_NUM_BARS)
-			base |= (uint64_t)orig[b + 1] << 32;
 		if (nranges < sizeof(ranges) / sizeof(ranges[0]))
-			ranges[nranges++] = (struct range){base, pci_bar_mem_size(raw[b]), slot, b};
-		if (is64)
+			ranges[nranges++] = (struct range){f->bar[b], f->bar_size[b], f->slot, b};
+		if ((raw & PCI_BAR_MEM_TYPE_MASK) == PCI_BAR_MEM_TYPE_64)
 			b++;
 	}
 }
@@ -216,7 +169,7 @@ static void check_caps(struct pt_dev *d, unsigned slot, bool is_testdev)
 	for (unsigned i = 0; i < n && i < 48; i++) {
 		if (ids[i] == PCI_CAP_ID_MSIX) {
 			if (!msix++)
-				d->msix = offs[i];
+				d->mx.cap = offs[i];
 		}
 	}
 	if (pt.expect_msix)
@@ -227,47 +180,53 @@ static void check_caps(struct pt_dev *d, unsigned slot, bool is_testdev)
 		      "00:%02x.0: %u MSI-X capabilities", slot, msix);
 }
 
-/* 6.8.2.3 - 6.8.2.5: table size, table and PBA location, reset state. */
+/* 6.8.2.3 - 6.8.2.5: table size, table and PBA location (as msix_probe
+ * decodes them), reset state. */
 static void check_msix_cap(struct pt_dev *d)
 {
-	uint16_t ctrl = cfg_read16(d, d->msix + PCI_MSIX_CTRL);
-	uint32_t table = cfg_read32(d, d->msix + PCI_MSIX_TABLE);
-	uint32_t pba = cfg_read32(d, d->msix + PCI_MSIX_PBA);
-	uint32_t size = (ctrl & PCI_MSIX_CTRL_SIZE_MASK) + 1u;
+	const uint64_t bars[PCI_NUM_BARS] = {d->bar0, d->bar1};
+	struct msix_info *m = &d->mx;
+	const char *why;
+	msix_probe(d->slot, bars, m, &why);
+	uint16_t ctrl = msix_ctrl_read(m);
 	uint32_t want_pba = (uint32_t)align_up((uint64_t)d->nvec * PCI_MSIX_ENTRY_SIZE, 4096);
 
 	info("00:%02x.0 MSI-X at 0x%02x: control 0x%04x (%u entries), table 0x%08x, PBA 0x%08x",
-	     d->slot, d->msix, ctrl, size, table, pba);
-	check(size == d->nvec, "MSI-X table size matches NVECTORS",
-	      "00:%02x.0: table size field %u + 1, NVECTORS %u", d->slot,
-	      ctrl & PCI_MSIX_CTRL_SIZE_MASK, d->nvec);
+	     d->slot, m->cap, ctrl, m->nvec, m->table_off | m->table_bir, m->pba_off | m->pba_bir);
+	check(m->nvec == d->nvec, "MSI-X table size matches NVECTORS",
+	      "00:%02x.0: table size field %u + 1, NVECTORS %u", d->slot, m->nvec - 1u, d->nvec);
 	check(!(ctrl & (PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK)),
 	      "MSI-X is disabled and unmasked at reset", "00:%02x.0: control 0x%04x", d->slot,
 	      ctrl);
-	check(table == 1, "MSI-X table is in BAR1 at offset 0", "00:%02x.0: BIR %u offset 0x%x",
-	      d->slot, table & PCI_MSIX_BIR_MASK, table & ~PCI_MSIX_BIR_MASK);
-	check(pba == (want_pba | 1), "MSI-X PBA is in BAR1 on the page after the table",
-	      "00:%02x.0: BIR %u offset 0x%x, expected offset 0x%x", d->slot,
-	      pba & PCI_MSIX_BIR_MASK, pba & ~PCI_MSIX_BIR_MASK, want_pba);
-	d->pba_off = pba & ~PCI_MSIX_BIR_MASK;
-	if ((pba & PCI_MSIX_BIR_MASK) != 1 || (table & PCI_MSIX_BIR_MASK) != 1 ||
-	    (table & ~PCI_MSIX_BIR_MASK) != 0 || size != d->nvec)
-		d->msix = 0; /* the MSI-X checks would poke the wrong place */
+	check(m->table_bir == 1 && m->table_off == 0, "MSI-X table is in BAR1 at offset 0",
+	      "00:%02x.0: BIR %u offset 0x%x", d->slot, m->table_bir, m->table_off);
+	check(m->pba_bir == 1 && m->pba_off == want_pba,
+	      "MSI-X PBA is in BAR1 on the page after the table",
+	      "00:%02x.0: BIR %u offset 0x%x, expected offset 0x%x", d->slot, m->pba_bir,
+	      m->pba_off, want_pba);
+	if (m->pba_bir != 1 || m->table_bir != 1 || m->table_off != 0 || m->nvec != d->nvec) {
+		m->cap = 0; /* the MSI-X checks would poke the wrong place */
+		return;
+	}
+	/* Where msix_probe located them; it leaves them 0 if BAR1 has no
+	 * address (BAR1's check has failed then), and the MSI-X steps still
+	 * run there. */
+	m->table = d->bar1;
+	m->pba = d->bar1 + m->pba_off;
 }
 
 /* ---- devices ---- */
 
-static void check_host_bridge(uint32_t id, uint32_t class_rev, uint8_t htype)
+static void check_host_bridge(const struct pci_func *f)
 {
-	uint32_t orig[PCI_NUM_BARS], raw[PCI_NUM_BARS];
+	const uint32_t *orig = f->bar_orig, *raw = f->bar_raw;
 	bool zero = true;
 
-	info("host bridge 00:00.0: %04x:%04x", id & 0xFFFF, id >> 16);
-	check(class_rev >> 8 == 0x060000, "host bridge 00:00.0 has class 0x060000", "class 0x%06x",
-	      class_rev >> 8);
-	check((htype & PCI_HEADER_TYPE_MASK) == 0, "host bridge has a type-0 header",
-	      "header type 0x%02x", htype);
-	probe_bars(0, orig, raw);
+	info("host bridge 00:00.0: %04x:%04x", f->vendor, f->device);
+	check(f->class_rev >> 8 == 0x060000, "host bridge 00:00.0 has class 0x060000",
+	      "class 0x%06x", f->class_rev >> 8);
+	check((f->header_type & PCI_HEADER_TYPE_MASK) == 0, "host bridge has a type-0 header",
+	      "header type 0x%02x", f->header_type);
 	for (unsigned b = 0; b < PCI_NUM_BARS; b++)
 		zero = zero && orig[b] == 0 && raw[b] == 0;
 	check(zero, "host bridge BARs 0-5 read 0, also after writing all-ones",
@@ -278,21 +237,20 @@ static void check_host_bridge(uint32_t id, uint32_t class_rev, uint8_t htype)
 	check_caps(NULL, 0, false);
 }
 
-static void check_testdev(struct pt_dev *d, uint32_t class_rev, uint8_t htype)
+static void check_testdev(struct pt_dev *d, const struct pci_func *f)
 {
-	uint32_t orig[PCI_NUM_BARS], raw[PCI_NUM_BARS];
-	uint16_t cmd = cfg_read16(d, PCI_COMMAND);
+	const uint32_t *orig = f->bar_orig, *raw = f->bar_raw;
+	uint16_t cmd = f->command; /* before pci_enum_bus0 sized the BARs */
 
-	check(class_rev >> 8 == TESTDEV_CLASS && (class_rev & 0xFF) == TESTDEV_REVISION,
+	check(f->class_rev >> 8 == TESTDEV_CLASS && (f->class_rev & 0xFF) == TESTDEV_REVISION,
 	      "testdev has class 0xff0000, revision 1", "00:%02x.0: class 0x%06x revision %u",
-	      d->slot, class_rev >> 8, class_rev & 0xFF);
-	check(htype == 0, "testdev has a single-function type-0 header",
-	      "00:%02x.0: header type 0x%02x", d->slot, htype);
+	      d->slot, f->class_rev >> 8, f->class_rev & 0xFF);
+	check(f->header_type == 0, "testdev has a single-function type-0 header",
+	      "00:%02x.0: header type 0x%02x", d->slot, f->header_type);
 	check(cmd & PCI_CMD_MEMORY, "testdev memory decoding is on at boot (command bit 1)",
 	      "00:%02x.0: command 0x%04x", d->slot, cmd);
 	check_caps(d, d->slot, true);
 
-	probe_bars(d->slot, orig, raw);
 	check(bars_restored(d->slot, orig) && cfg_read16(d, PCI_COMMAND) == cmd,
 	      "BARs and command register read back as before sizing",
 	      "00:%02x.0: command 0x%04x, was 0x%04x", d->slot, cfg_read16(d, PCI_COMMAND), cmd);
@@ -320,23 +278,23 @@ static void check_testdev(struct pt_dev *d, uint32_t class_rev, uint8_t htype)
 			d->usable = false;
 	}
 
-	if (d->msix && d->usable) {
+	if (d->mx.cap && d->usable) {
 		uint64_t table = align_up((uint64_t)d->nvec * PCI_MSIX_ENTRY_SIZE, 4096);
 		uint64_t pba = align_up((d->nvec + 63) / 64 * 8, 4096);
 		check_mem_bar(d, 1, orig[1], raw[1], 0, table + pba);
 		check_msix_cap(d);
 		if (d->bar1_size < table + pba)
-			d->msix = 0;
-	} else if (!d->msix && raw[1]) {
+			d->mx.cap = 0;
+	} else if (!d->mx.cap && raw[1]) {
 		info("00:%02x.0 BAR1: 0x%08x, size %lu (not checked: no MSI-X capability)", d->slot,
 		     orig[1], d->bar1_size);
 	}
 
 	/* 6.2.4: Interrupt Pin 1 = INTA#; the VMM's Interrupt Line is the
 	 * IOAPIC pin, 16 + slot mod 8. */
-	uint8_t ipin = pci_read8(0, d->slot, 0, PCI_INTERRUPT_PIN);
-	d->line = pci_read8(0, d->slot, 0, PCI_INTERRUPT_LINE);
-	check(ipin == 1, "testdev Interrupt Pin is 1 (INTA#)", "00:%02x.0: %u", d->slot, ipin);
+	d->line = f->irq_line;
+	check(f->irq_pin == 1, "testdev Interrupt Pin is 1 (INTA#)", "00:%02x.0: %u", d->slot,
+	      f->irq_pin);
 	check(d->line == PCI_IOAPIC_PIN_FIRST + d->slot % 8,
 	      "testdev Interrupt Line is 16 + slot mod 8", "00:%02x.0: %u, expected %u", d->slot,
 	      d->line, PCI_IOAPIC_PIN_FIRST + d->slot % 8);
@@ -345,16 +303,20 @@ static void check_testdev(struct pt_dev *d, uint32_t class_rev, uint8_t htype)
 
 void pt_enumerate(void)
 {
-	unsigned empty = 0, empty_bad = 0, first_bad_slot = 0;
+	static struct pci_func funcs[32];
+	unsigned empty = 0, empty_bad = 0, first_bad_slot = 0, next = 0;
 	uint32_t first_bad = 0;
 	bool bridge = false;
 
 	load_mptable();
+	/* 6.2.1: a read of a function that is not there returns vendor
+	 * 0xffff; a kernel's probe stops there. */
+	unsigned nfunc = pci_enum_bus0(funcs, 32);
 	for (unsigned slot = 0; slot < 32; slot++) {
-		uint32_t id = pci_read32(0, slot, 0, PCI_VENDOR_ID);
-		/* 6.2.1: a read of a function that is not there returns
-		 * vendor 0xffff; a kernel's probe stops there. */
-		if ((id & 0xFFFF) == PCI_VENDOR_NONE) {
+		struct pci_func *f =
+		    next < nfunc && funcs[next].slot == slot ? &funcs[next++] : NULL;
+		if (!f) { /* vendor 0xffff: the whole dword must read all-ones */
+			uint32_t id = pci_read32(0, slot, 0, PCI_VENDOR_ID);
 			empty++;
 			if (id != 0xFFFFFFFFu && !empty_bad++) {
 				first_bad = id;
@@ -362,23 +324,24 @@ void pt_enumerate(void)
 			}
 			continue;
 		}
-		uint32_t class_rev = pci_read32(0, slot, 0, PCI_CLASS_REV);
-		uint8_t htype = pci_read8(0, slot, 0, PCI_HEADER_TYPE);
-		info("00:%02x.0 %04x:%04x class 0x%06x rev %u header type 0x%02x", slot,
-		     id & 0xFFFF, id >> 16, class_rev >> 8, class_rev & 0xFF, htype);
+		/* pci_enum_bus0 sizes the BARs of type-0 headers only; pcitest
+		 * sizes all six slots of every function, to check them and to
+		 * keep clear of them. */
+		if ((f->header_type & PCI_HEADER_TYPE_MASK) != 0)
+			pci_func_size_bars(f);
+		info("00:%02x.0 %04x:%04x class 0x%06x rev %u header type 0x%02x", slot, f->vendor,
+		     f->device, f->class_rev >> 8, f->class_rev & 0xFF, f->header_type);
 		if (slot == 0) {
 			bridge = true;
-			check_host_bridge(id, class_rev, htype);
-		} else if (id == (TESTDEV_VENDOR | (uint32_t)TESTDEV_DEVICE << 16)) {
+			check_host_bridge(f);
+		} else if (f->vendor == TESTDEV_VENDOR && f->device == TESTDEV_DEVICE) {
 			if (!check(pt.ndev < PT_MAX_DEVS, "at most 16 testdevs", "slot %u", slot))
 				continue;
 			struct pt_dev *d = &pt.dev[pt.ndev++];
 			d->slot = slot;
-			check_testdev(d, class_rev, htype);
-		} else {
-			uint32_t orig[PCI_NUM_BARS], raw[PCI_NUM_BARS];
-			probe_bars(slot, orig, raw); /* only to keep clear of its BARs */
+			check_testdev(d, f);
 		}
+		record_ranges(f);
 	}
 	check(bridge, "a host bridge answers at 00:00.0", "vendor 0xffff");
 	check(empty_bad == 0, "empty slots read all-ones",

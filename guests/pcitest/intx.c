@@ -10,7 +10,7 @@
  * run once per doorbell (each one waited for), that is also one interrupt
  * per doorbell; doorbells rung back to back may share one. The one
  * exception is a host whose LAPIC does not hold interrupts in service
- * (irq.c's self-test; our kvm_pvm hosts): there the IOAPIC sends a level
+ * (guest/irq.h's self-test; our kvm_pvm hosts): there the IOAPIC sends a level
  * that is still asserted once more as soon as it is accepted, and one such
  * re-delivery per genuine interrupt, finding nothing pending, is allowed
  * (and counted in the summary).
@@ -29,11 +29,11 @@ static void pending_then_ack(struct pt_dev *d)
 	unsigned v = intx_vector(d), first;
 	struct irq_snap s;
 
-	intx_set_mode(d, INTX_MASK_IN_HANDLER);
+	irq_pin_defer(d->pin, true);
 	irq_snap(&s);
 	td_ring(d, 0);
-	irq_wait(&s, v, 1);
-	intx_set_mode(d, INTX_ACK_IN_HANDLER);
+	pt_wait(&s, v, 1);
+	irq_pin_defer(d->pin, false);
 	check_intx_irqs(&s, d, 1, false,
 			"a doorbell raises one INTx interrupt (handler masks the pin)");
 
@@ -47,20 +47,20 @@ static void pending_then_ack(struct pt_dev *d)
 	check(pending == 0 && !status, "after INTX_ACK: INTX_PENDING 0, status bit 3 clear",
 	      "00:%02x.0: INTX_PENDING %u, status bit 3 %s", d->slot, pending, yn(status));
 	/* The EOI reached the IOAPIC although the pin was masked. */
-	uint32_t rte = intx_rte(d);
+	uint32_t rte = irq_pin_rte(d->pin);
 	check((rte & IOAPIC_RTE_MASKED) && !(rte & IOAPIC_RTE_REMOTE_IRR),
 	      "the handler's EOI cleared remote IRR of the masked pin (82093AA 3.2.4)",
 	      "pin %u entry low dword 0x%08x", d->pin, rte);
 
 	irq_snap(&s);
-	intx_unmask(d);
-	irq_quiet();
+	irq_pin_mask(d->pin, false);
+	pt_quiet();
 	uint64_t again = irq_new(&s, v);
 	check(again == 0 && irq_new_others(&s, v, &first) == 0,
 	      "unmasking the pin after the acknowledgement raises nothing",
 	      "00:%02x.0: %lu more interrupts on 0x%02x (the handler acknowledged %lu doorbells "
 	      "and found nothing pending %lu times)",
-	      d->slot, again, v, irq_acked_new(&s, d), irq_spurious_new(&s, d));
+	      d->slot, again, v, pt_acked_new(&s, d), pt_spurious_new(&s, d));
 }
 
 /* 6.2.2 bit 10: the device may not assert INTx#, but (6.2.3) still shows
@@ -74,7 +74,7 @@ static void interrupt_disable(struct pt_dev *d)
 	cfg_write16(d, PCI_COMMAND, cmd | PCI_CMD_INTX_DISABLE);
 	irq_snap(&s);
 	td_ring(d, 0);
-	irq_quiet();
+	pt_quiet();
 	uint64_t n = irq_new_others(&s, 0, &first);
 	uint32_t pending = td_read(d, TD_INTX_PENDING);
 	bool status = td_status_intx(d);
@@ -85,10 +85,10 @@ static void interrupt_disable(struct pt_dev *d)
 
 	irq_snap(&s);
 	cfg_write16(d, PCI_COMMAND, cmd);
-	irq_wait(&s, v, 1);
+	pt_wait(&s, v, 1);
 	check_intx_irqs(&s, d, 1, true,
 			"clearing Interrupt Disable delivers the pending INTx once");
-	uint64_t acked = irq_acked_new(&s, d);
+	uint64_t acked = pt_acked_new(&s, d);
 	pending = td_read(d, TD_INTX_PENDING);
 	status = td_status_intx(d);
 	check(acked == 1 && pending == 0 && !status,
@@ -106,15 +106,15 @@ static void five_in_a_row(struct pt_dev *d)
 	irq_snap(&s);
 	for (unsigned k = 1; k <= 5; k++) {
 		td_ring(d, 0);
-		irq_wait_acked(&s, d, k);
+		pt_wait_acked(&s, d, k);
 	}
-	uint64_t seen = irq_new(&s, v), acked = irq_acked_new(&s, d);
-	uint64_t spur = irq_spurious_new(&s, d), others = irq_new_others(&s, v, &first);
+	uint64_t seen = irq_new(&s, v), acked = pt_acked_new(&s, d);
+	uint64_t spur = pt_spurious_new(&s, d), others = irq_new_others(&s, v, &first);
 	info("00:%02x.0: 5 doorbells each waited for: %lu interrupts, %lu doorbells acknowledged, "
 	     "%lu interrupts with nothing pending",
 	     d->slot, seen, acked, spur);
-	check(seen - spur == 5 && acked == 5 && intx_redeliveries_ok(seen - spur, spur) &&
-		  others == 0,
+	check(seen - spur == 5 && acked == 5 &&
+		  irq_intx_redeliveries_ok(&pt.lapic, seen - spur, spur) && others == 0,
 	      "5 doorbells, each waited for: 5 genuine interrupts, 5 acknowledged in the handler",
 	      "00:%02x.0: %lu interrupts, %lu acknowledged, %lu with nothing pending, %lu on "
 	      "other vectors",
@@ -123,18 +123,18 @@ static void five_in_a_row(struct pt_dev *d)
 	irq_snap(&s);
 	for (unsigned k = 0; k < 5; k++)
 		td_ring(d, 0);
-	irq_wait_acked(&s, d, 5);
+	pt_wait_acked(&s, d, 5);
 	seen = irq_new(&s, v);
-	acked = irq_acked_new(&s, d);
-	spur = irq_spurious_new(&s, d);
+	acked = pt_acked_new(&s, d);
+	spur = pt_spurious_new(&s, d);
 	others = irq_new_others(&s, v, &first);
 	uint32_t pending = td_read(d, TD_INTX_PENDING);
 	info("00:%02x.0: 5 doorbells back to back: %lu interrupts, %lu doorbells acknowledged, "
 	     "%lu interrupts with nothing pending",
 	     d->slot, seen, acked, spur);
 	check(acked == 5 && seen - spur >= 1 && seen - spur <= 5 &&
-		  intx_redeliveries_ok(seen - spur, spur) && others == 0 && pending == 0 &&
-		  !td_status_intx(d),
+		  irq_intx_redeliveries_ok(&pt.lapic, seen - spur, spur) && others == 0 &&
+		  pending == 0 && !td_status_intx(d),
 	      "5 doorbells back to back: all 5 acknowledged once, no interrupt without a doorbell",
 	      "00:%02x.0: %lu interrupts, %lu acknowledged, %lu with nothing pending, %lu on other "
 	      "vectors, INTX_PENDING %u",
@@ -174,12 +174,12 @@ static void shared_single(struct pt_dev *one, struct pt_dev *other)
 
 	irq_snap(&s);
 	td_ring(one, 0);
-	irq_wait(&s, v, 1);
+	pt_wait(&s, v, 1);
 	snprintf(what, sizeof(what),
 		 "pin %u shared: a doorbell on 00:%02x.0 alone raises one interrupt", one->pin,
 		 one->slot);
 	check_intx_irqs(&s, one, 1, true, what);
-	uint64_t a1 = irq_acked_new(&s, one), a2 = irq_acked_new(&s, other);
+	uint64_t a1 = pt_acked_new(&s, one), a2 = pt_acked_new(&s, other);
 	snprintf(what, sizeof(what), "the handler acknowledged 00:%02x.0 only", one->slot);
 	check(a1 == 1 && a2 == 0 && td_read(one, TD_INTX_PENDING) == 0, what,
 	      "acknowledged %lu on 00:%02x.0, %lu on 00:%02x.0", a1, one->slot, a2, other->slot);
@@ -192,7 +192,7 @@ static void shared_pin(struct pt_dev *a, struct pt_dev *b)
 	char what[140];
 
 	info("--- 00:%02x.0 and 00:%02x.0 share IOAPIC pin %u ---", a->slot, b->slot, a->pin);
-	intx_set_mode(a, INTX_ACK_IN_HANDLER);
+	irq_pin_defer(a->pin, false);
 	shared_single(a, b);
 	shared_single(b, a);
 
@@ -202,7 +202,7 @@ static void shared_pin(struct pt_dev *a, struct pt_dev *b)
 	irq_snap(&s);
 	td_ring(a, 0);
 	td_ring(b, 0);
-	irq_quiet();
+	pt_quiet();
 	uint64_t early = irq_new_others(&s, 0, &first);
 	uint32_t pa = td_read(a, TD_INTX_PENDING), pb = td_read(b, TD_INTX_PENDING);
 	bool sa = td_status_intx(a), sb = td_status_intx(b);
@@ -214,10 +214,10 @@ static void shared_pin(struct pt_dev *a, struct pt_dev *b)
 
 	s.tsc = rdtsc();
 	lapic_write(LAPIC_TPR, 0);
-	irq_wait(&s, v, 1);
+	pt_wait(&s, v, 1);
 	uint64_t seen = irq_new(&s, v), others = irq_new_others(&s, v, &first);
-	uint64_t aa = irq_acked_new(&s, a), ab = irq_acked_new(&s, b);
-	uint64_t spur = irq_spurious_new(&s, a);
+	uint64_t aa = pt_acked_new(&s, a), ab = pt_acked_new(&s, b);
+	uint64_t spur = pt_spurious_new(&s, a);
 	pa = td_read(a, TD_INTX_PENDING);
 	pb = td_read(b, TD_INTX_PENDING);
 	info("pin %u: both rung before the handler ran: %lu interrupts, acknowledged %lu + %lu, "

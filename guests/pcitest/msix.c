@@ -25,35 +25,10 @@ static unsigned vec(unsigned i)
 	return VEC_MSIX_BASE + i;
 }
 
+/* The entry's address, for the accesses guest/msix.h has no helper for. */
 static uint64_t entry(const struct pt_dev *d, unsigned i)
 {
-	return d->bar1 + (uint64_t)i * PCI_MSIX_ENTRY_SIZE;
-}
-
-static uint64_t pba(const struct pt_dev *d)
-{
-	return d->bar1 + d->pba_off;
-}
-
-static uint16_t ctrl_read(const struct pt_dev *d)
-{
-	return cfg_read16(d, d->msix + PCI_MSIX_CTRL);
-}
-
-static void ctrl_write(const struct pt_dev *d, uint16_t v)
-{
-	cfg_write16(d, d->msix + PCI_MSIX_CTRL, v);
-}
-
-static void entry_mask(const struct pt_dev *d, unsigned i, bool masked)
-{
-	mmio_write32(entry(d, i) + PCI_MSIX_ENTRY_CTRL, masked ? PCI_MSIX_ENTRY_CTRL_MASK : 0);
-}
-
-/* 6.8.2.10: pending bit i is bit i % 64 of qword i / 64; read as dwords. */
-static bool pba_bit(const struct pt_dev *d, unsigned i)
-{
-	return (mmio_read32(pba(d) + 4 * (i / 32)) >> (i % 32)) & 1;
+	return d->mx.table + (uint64_t)i * PCI_MSIX_ENTRY_SIZE;
 }
 
 /* Pending bits over the whole table; the first one goes to *first. */
@@ -62,7 +37,7 @@ static unsigned pba_count(const struct pt_dev *d, unsigned *first)
 	unsigned n = 0;
 	*first = 0;
 	for (unsigned w = 0; w < (d->nvec + 31) / 32; w++) {
-		uint32_t bits = mmio_read32(pba(d) + 4 * w);
+		uint32_t bits = mmio_read32(d->mx.pba + 4 * w);
 		for (unsigned b = 0; b < 32 && w * 32 + b < d->nvec; b++) {
 			if ((bits >> b) & 1) {
 				if (!n)
@@ -102,29 +77,27 @@ static bool enable_and_program(struct pt_dev *d)
 	unsigned n = tested(d);
 	uint16_t want = PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK | (uint16_t)(d->nvec - 1);
 
-	/* The table size bits are read-only (6.8.2.3): write ones there too. */
-	ctrl_write(d, PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK | PCI_MSIX_CTRL_SIZE_MASK);
-	uint16_t got = ctrl_read(d);
+	/* Not msix_enable(): this checks each step, and clears the function
+	 * mask with every entry still masked. The table size bits are
+	 * read-only (6.8.2.3): write ones there too. */
+	msix_ctrl_write(&d->mx,
+			PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK | PCI_MSIX_CTRL_SIZE_MASK);
+	uint16_t got = msix_ctrl_read(&d->mx);
 	if (!check(got == want, "MSI-X enabled with the function mask set; table size read-only",
 		   "00:%02x.0: control 0x%04x, expected 0x%04x", d->slot, got, want))
 		return false;
 
 	unsigned bad = 0, first = 0;
 	uint32_t lo = 0, hi = 0, data = 0, vc = 0;
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t e = entry(d, i);
-		mmio_write32(e + PCI_MSIX_ENTRY_ADDR_LO, msi_address(pt.apic_id));
-		mmio_write32(e + PCI_MSIX_ENTRY_ADDR_HI, 0);
-		mmio_write32(e + PCI_MSIX_ENTRY_DATA, msi_data_fixed_edge((uint8_t)vec(i)));
-		entry_mask(d, i, true);
-	}
+	for (unsigned i = 0; i < n; i++)
+		msix_entry_write(&d->mx, i, pt.lapic.apic_id, (uint8_t)vec(i), true);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t e = entry(d, i);
 		uint32_t l = mmio_read32(e + PCI_MSIX_ENTRY_ADDR_LO);
 		uint32_t h = mmio_read32(e + PCI_MSIX_ENTRY_ADDR_HI);
 		uint32_t dt = mmio_read32(e + PCI_MSIX_ENTRY_DATA);
 		uint32_t c = mmio_read32(e + PCI_MSIX_ENTRY_CTRL);
-		if (l != msi_address(pt.apic_id) || h || dt != vec(i) ||
+		if (l != msi_address(pt.lapic.apic_id) || h || dt != vec(i) ||
 		    c != PCI_MSIX_ENTRY_CTRL_MASK) {
 			if (!bad++) {
 				first = i;
@@ -138,9 +111,9 @@ static bool enable_and_program(struct pt_dev *d)
 
 	struct irq_snap s;
 	irq_snap(&s);
-	ctrl_write(d, PCI_MSIX_CTRL_ENABLE);
-	irq_quiet();
-	got = ctrl_read(d);
+	msix_ctrl_write(&d->mx, PCI_MSIX_CTRL_ENABLE);
+	pt_quiet();
+	got = msix_ctrl_read(&d->mx);
 	check(got == (PCI_MSIX_CTRL_ENABLE | (d->nvec - 1)), "MSI-X function mask cleared",
 	      "00:%02x.0: control 0x%04x", d->slot, got);
 	check_none(&s, "clearing the function mask with every entry masked raises nothing");
@@ -157,15 +130,15 @@ static void each_vector_alone(struct pt_dev *d)
 		info("00:%02x.0: testing MSI-X entries 0-%u of %u (one IDT vector each)", d->slot,
 		     n - 1, d->nvec);
 	for (unsigned i = 0; i < n; i++) {
-		entry_mask(d, i, false);
+		msix_entry_mask(&d->mx, i, false);
 		irq_snap(&s);
 		td_ring(d, i);
-		irq_wait(&s, vec(i), 1);
+		pt_wait(&s, vec(i), 1);
 		snprintf(what, sizeof(what),
 			 "MSI-X entry %u alone unmasked, rung: one interrupt, on vector 0x%02x", i,
 			 vec(i));
 		check_irqs(&s, vec(i), 1, what);
-		entry_mask(d, i, true);
+		msix_entry_mask(&d->mx, i, true);
 	}
 	unsigned pending = pba_count(d, &first);
 	uint32_t intx = td_read(d, TD_INTX_PENDING);
@@ -184,17 +157,18 @@ static void masked_vector(struct pt_dev *d)
 	irq_snap(&s);
 	td_ring(d, 0);
 	td_ring(d, 0);
-	irq_quiet();
+	pt_quiet();
 	check_none(&s, "MSI-X entry 0 masked, rung twice: no interrupt");
-	uint32_t w0 = mmio_read32(pba(d));
+	uint32_t w0 = mmio_read32(d->mx.pba);
 	unsigned pending = pba_count(d, &first);
-	check(pba_bit(d, 0) && pending == 1, "the masked entry's PBA bit is set, and only it",
+	check(msix_pending(&d->mx, 0) && pending == 1,
+	      "the masked entry's PBA bit is set, and only it",
 	      "00:%02x.0: PBA dword 0 0x%08x, %u bits set", d->slot, w0, pending);
 
-	mmio_write32(pba(d), 0);
-	uint32_t after_zero = mmio_read32(pba(d));
-	mmio_write32(pba(d), 0xFFFFFFFFu);
-	uint32_t after_ones = mmio_read32(pba(d));
+	mmio_write32(d->mx.pba, 0);
+	uint32_t after_zero = mmio_read32(d->mx.pba);
+	mmio_write32(d->mx.pba, 0xFFFFFFFFu);
+	uint32_t after_ones = mmio_read32(d->mx.pba);
 	check(after_zero == w0 && after_ones == w0 && pba_count(d, &first) == 1,
 	      "writes to the PBA are ignored",
 	      "00:%02x.0: PBA 0x%08x, after writing 0: 0x%08x, "
@@ -203,11 +177,11 @@ static void masked_vector(struct pt_dev *d)
 	check_none(&s, "writing the PBA raises nothing");
 
 	irq_snap(&s);
-	entry_mask(d, 0, false);
-	irq_wait(&s, vec(0), 1);
+	msix_entry_mask(&d->mx, 0, false);
+	pt_wait(&s, vec(0), 1);
 	check_irqs(&s, vec(0), 1, "unmasking the pending entry delivers it once");
-	check(!pba_bit(d, 0), "its PBA bit is clear after delivery", "00:%02x.0: PBA 0x%08x",
-	      d->slot, mmio_read32(pba(d)));
+	check(!msix_pending(&d->mx, 0), "its PBA bit is clear after delivery",
+	      "00:%02x.0: PBA 0x%08x", d->slot, mmio_read32(d->mx.pba));
 }
 
 /* 6.8.2.3: the function mask holds every vector pending, whatever the
@@ -218,39 +192,40 @@ static void function_mask(struct pt_dev *d)
 	bool two = tested(d) >= 2;
 	struct irq_snap s;
 
-	ctrl_write(d, PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK);
+	msix_ctrl_write(&d->mx, PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK);
 	irq_snap(&s);
 	td_ring(d, 0);
 	if (two)
 		td_ring(d, 1);
-	irq_quiet();
+	pt_quiet();
 	check_none(&s, two ? "function mask set, entries 0 (unmasked) and 1 (masked) rung: no "
 			     "interrupt"
 			   : "function mask set, entry 0 (unmasked) rung: no interrupt");
-	uint32_t w0 = mmio_read32(pba(d));
-	check(pba_bit(d, 0) && (!two || pba_bit(d, 1)), "the rung entries are pending in the PBA",
-	      "00:%02x.0: PBA dword 0 0x%08x", d->slot, w0);
+	uint32_t w0 = mmio_read32(d->mx.pba);
+	check(msix_pending(&d->mx, 0) && (!two || msix_pending(&d->mx, 1)),
+	      "the rung entries are pending in the PBA", "00:%02x.0: PBA dword 0 0x%08x", d->slot,
+	      w0);
 	uint32_t c0 = mmio_read32(entry(d, 0) + PCI_MSIX_ENTRY_CTRL);
 	check(c0 == 0, "the function mask leaves the entries' mask bits alone",
 	      "00:%02x.0: entry 0 vector control 0x%x", d->slot, c0);
 
 	irq_snap(&s);
-	ctrl_write(d, PCI_MSIX_CTRL_ENABLE);
-	irq_wait(&s, vec(0), 1);
+	msix_ctrl_write(&d->mx, PCI_MSIX_CTRL_ENABLE);
+	pt_wait(&s, vec(0), 1);
 	check_irqs(&s, vec(0), 1,
 		   "clearing the function mask delivers the pending unmasked entry once");
-	check(!pba_bit(d, 0) && (!two || pba_bit(d, 1)),
+	check(!msix_pending(&d->mx, 0) && (!two || msix_pending(&d->mx, 1)),
 	      "its PBA bit clears; a pending entry still masked by its own bit stays pending",
-	      "00:%02x.0: PBA dword 0 0x%08x", d->slot, mmio_read32(pba(d)));
+	      "00:%02x.0: PBA dword 0 0x%08x", d->slot, mmio_read32(d->mx.pba));
 	if (!two)
 		return;
 	irq_snap(&s);
-	entry_mask(d, 1, false);
-	irq_wait(&s, vec(1), 1);
+	msix_entry_mask(&d->mx, 1, false);
+	pt_wait(&s, vec(1), 1);
 	check_irqs(&s, vec(1), 1, "unmasking that entry then delivers it once");
-	entry_mask(d, 1, true);
-	check(!pba_bit(d, 1), "and its PBA bit clears", "00:%02x.0: PBA dword 0 0x%08x", d->slot,
-	      mmio_read32(pba(d)));
+	msix_entry_mask(&d->mx, 1, true);
+	check(!msix_pending(&d->mx, 1), "and its PBA bit clears", "00:%02x.0: PBA dword 0 0x%08x",
+	      d->slot, mmio_read32(d->mx.pba));
 }
 
 /* 6.8.2: software accesses the table with aligned DWORD or QWORD
@@ -258,9 +233,9 @@ static void function_mask(struct pt_dev *d)
 static void table_access(struct pt_dev *d)
 {
 	uint64_t e = entry(d, 0);
-	uint32_t lo = msi_address(pt.apic_id);
+	uint32_t lo = msi_address(pt.lapic.apic_id);
 
-	entry_mask(d, 0, true);
+	msix_entry_mask(&d->mx, 0, true);
 	mmio_write8(e + PCI_MSIX_ENTRY_DATA, 0xAB);
 	uint32_t data = mmio_read32(e + PCI_MSIX_ENTRY_DATA);
 	check(data == vec(0), "a 1-byte write to the MSI-X table is ignored",
@@ -300,13 +275,13 @@ static void out_of_range(struct pt_dev *d)
 	struct irq_snap s;
 
 	for (unsigned i = 0; i < n; i++)
-		entry_mask(d, i, false);
+		msix_entry_mask(&d->mx, i, false);
 	irq_snap(&s);
 	td_ring(d, d->nvec);
 	td_ring(d, d->nvec + 1);
 	td_ring(d, d->nvec + 64);
 	td_ring(d, 0xFFFFFFFFu);
-	irq_quiet();
+	pt_quiet();
 	check_none(&s, "doorbells for vectors >= NVECTORS raise no interrupt");
 	unsigned pending = pba_count(d, &first);
 	uint32_t intx = td_read(d, TD_INTX_PENDING);
@@ -315,7 +290,7 @@ static void out_of_range(struct pt_dev *d)
 
 	irq_snap(&s);
 	td_ring(d, 0);
-	irq_wait(&s, vec(0), 1);
+	pt_wait(&s, vec(0), 1);
 	check_irqs(&s, vec(0), 1, "entry 0 still delivers once after the table access checks");
 	uint32_t db = td_read(d, TD_DOORBELLS);
 	check(db == d->doorbells, "DOORBELLS counts every doorbell write",
@@ -330,37 +305,37 @@ static void fall_back_to_intx(struct pt_dev *d)
 	unsigned first;
 	struct irq_snap s;
 
-	ctrl_write(d, 0);
-	uint16_t c = ctrl_read(d);
+	msix_disable(&d->mx);
+	uint16_t c = msix_ctrl_read(&d->mx);
 	check(!(c & (PCI_MSIX_CTRL_ENABLE | PCI_MSIX_CTRL_FMASK)), "MSI-X disabled again",
 	      "00:%02x.0: control 0x%04x", d->slot, c);
 	if (!d->pin) {
 		skip("INTx after MSI-X", "no IOAPIC pin for the device");
 		return;
 	}
-	intx_set_mode(d, INTX_ACK_IN_HANDLER);
+	irq_pin_defer(d->pin, false);
 	irq_snap(&s);
 	td_ring(d, 0);
-	irq_wait(&s, intx_vector(d), 1);
+	pt_wait(&s, intx_vector(d), 1);
 	check_intx_irqs(&s, d, 1, true,
 			"with MSI-X disabled a doorbell raises one INTx interrupt, no MSI-X");
-	uint64_t acked = irq_acked_new(&s, d);
+	uint64_t acked = pt_acked_new(&s, d);
 	unsigned pending = pba_count(d, &first);
 	check(acked == 1 && pending == 0 && td_read(d, TD_INTX_PENDING) == 0,
 	      "the handler acknowledged it, and nothing was latched in the PBA",
 	      "00:%02x.0: %lu acknowledged, %u PBA bits (first %u), INTX_PENDING %u", d->slot,
 	      acked, pending, first, td_read(d, TD_INTX_PENDING));
 	for (unsigned i = 0; i < tested(d); i++)
-		entry_mask(d, i, true);
+		msix_entry_mask(&d->mx, i, true);
 }
 
 void pt_msix(struct pt_dev *d)
 {
-	info("--- MSI-X of 00:%02x.0: %u vectors, table at 0x%08x, PBA at 0x%08lx ---", d->slot,
-	     d->nvec, d->bar1, pba(d));
+	info("--- MSI-X of 00:%02x.0: %u vectors, table at 0x%08lx, PBA at 0x%08lx ---", d->slot,
+	     d->nvec, d->mx.table, d->mx.pba);
 	check_reset_state(d);
 	if (!enable_and_program(d)) {
-		ctrl_write(d, 0);
+		msix_disable(&d->mx);
 		return;
 	}
 	each_vector_alone(d);

@@ -111,6 +111,7 @@ static void calibrate(void)
 	if (!check(pt.tsc_hz >= 100000000ull && pt.tsc_hz <= 10000000000ull,
 		   "TSC rate measured against PIT channel 2", "%lu Hz", pt.tsc_hz))
 		pt.tsc_hz = 3000000000ull;
+	irq_set_tsc_hz(pt.tsc_hz);
 	info("TSC runs at %lu.%03lu MHz", pt.tsc_hz / 1000000, pt.tsc_hz / 1000 % 1000);
 }
 
@@ -132,7 +133,7 @@ static uint64_t user_main(void *arg)
 	else
 		skip("BAR0 relocation", "no usable testdev");
 
-	if (irq_setup()) {
+	if (pt_irq_setup()) {
 		for (unsigned i = 0; i < pt.ndev; i++) {
 			struct pt_dev *d = &pt.dev[i];
 			if (!d->usable) {
@@ -141,7 +142,7 @@ static uint64_t user_main(void *arg)
 				       d->slot);
 				continue;
 			}
-			if (d->msix)
+			if (d->mx.cap)
 				pt_msix(d);
 			else
 				printf("pcitest: skip MSI-X checks of 00:%02x.0: no MSI-X "
@@ -150,7 +151,7 @@ static uint64_t user_main(void *arg)
 			pt_intx(d);
 		}
 		pt_shared_pins();
-		irq_report();
+		pt_irq_report();
 	}
 
 	if (pt.failures)

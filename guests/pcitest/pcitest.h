@@ -9,8 +9,10 @@
 #define PCITEST_H
 
 #include "guest/apic.h"
+#include "guest/irq.h"
 #include "guest/kit.h"
-#include "guest/pci.h"
+#include "guest/msix.h"
+#include "guest/pcienum.h"
 
 /* The testdev as the VMM defines it (devices/pci_testdev.h). */
 #define TESTDEV_VENDOR	    0x1234
@@ -35,29 +37,27 @@
 
 /* Vectors. MSI-X entry i of the device under test gets VEC_MSIX_BASE + i
  * (devices are tested one at a time, so they share the range); IOAPIC pin
- * p gets VEC_INTX_BASE + p - 16; 0xFF is the LAPIC spurious vector. */
-#define VEC_MSIX_BASE  0x40
-#define VEC_MSIX_COUNT 64
-#define VEC_INTX_BASE  0xC0
-#define VEC_SPURIOUS   0xFF
-/* The LAPIC self-test's vector: its handler leaves the EOI to CPL 3. */
-#define VEC_LAPIC_PROBE	     0x30
+ * p gets VEC_INTX_BASE + p - 16. guest/irq.h has the LAPIC spurious
+ * vector (0xFF) and the self-test's (0x30). */
+#define VEC_MSIX_BASE	     0x40
+#define VEC_MSIX_COUNT	     64
+#define VEC_INTX_BASE	     0xC0
 #define PCI_IOAPIC_PIN_FIRST 16 /* the VMM wires PCI INTx to pins 16..23 */
 #define PCI_IOAPIC_PINS	     8
+_Static_assert(PT_MAX_DEVS <= IRQ_PIN_SOURCES, "every testdev fits on one IOAPIC pin");
 
 struct pt_dev {
 	unsigned slot;
 	uint32_t bar0, bar1; /* addresses as assigned by the VMM */
 	uint64_t bar1_size;
-	uint32_t nvec;	    /* NVECTORS */
-	uint8_t msix;	    /* MSI-X capability offset, 0 if absent */
-	uint32_t pba_off;   /* PBA offset in BAR1 */
-	uint8_t line;	    /* Interrupt Line register */
-	uint8_t pin;	    /* IOAPIC input from the MP table, 0 if none */
-	uint8_t pin_flags;  /* MP I/O interrupt entry flags */
-	unsigned pin_slot;  /* index among the devices on that pin */
-	bool usable;	    /* BAR0 answers with MAGIC: interrupt tests can drive it */
-	uint32_t doorbells; /* what DOORBELLS should read */
+	uint32_t nvec;	     /* NVECTORS */
+	struct msix_info mx; /* mx.cap 0: no MSI-X (or none that can be tested) */
+	uint8_t line;	     /* Interrupt Line register */
+	uint8_t pin;	     /* IOAPIC input from the MP table, 0 if none */
+	uint8_t pin_flags;   /* MP I/O interrupt entry flags */
+	unsigned pin_slot;   /* index among the devices on that pin (irq_pin_add_source) */
+	bool usable;	     /* BAR0 answers with MAGIC: interrupt tests can drive it */
+	uint32_t doorbells;  /* what DOORBELLS should read */
 };
 
 struct pcitest {
@@ -68,16 +68,11 @@ struct pcitest {
 	unsigned ndev;
 	struct pt_dev dev[PT_MAX_DEVS];
 
-	/* From the MP table (Intel MP spec 1.4, chapter 4). */
-	bool mp_ok;
-	uint8_t mp_pci_bus;
-	uint8_t ioapic_id;
-	uint64_t ioapic;
-
-	uint8_t apic_id; /* the BSP's LAPIC ID: MSI and IOAPIC destination */
-	/* The LAPIC self-test found that an accepted interrupt does not stay
-	 * in service until its EOI (irq.c): true on our kvm_pvm hosts. */
-	bool lapic_auto_eoi;
+	struct mp_routing mp; /* the MP table (Intel MP spec 1.4, chapter 4) */
+	/* The BSP's LAPIC (apic_id: MSI and IOAPIC destination) and its
+	 * self-test (auto_eoi: an accepted interrupt does not stay in service
+	 * until its EOI, true on our kvm_pvm hosts). */
+	struct irq_lapic_info lapic;
 	uint64_t tsc_hz;
 };
 
@@ -128,54 +123,34 @@ static inline bool td_status_intx(const struct pt_dev *d)
 void pt_enumerate(void);
 void pt_relocate_bar0(struct pt_dev *d);
 
-/* irq.c: handlers (installed at CPL 0), LAPIC/IOAPIC set-up, waits. */
-void irq_install(void);
-bool irq_setup(void);
-void irq_report(void);
+/* irq.c: the set-up on guest/irq.h (whose handler irq_install() puts on
+ * vectors 32..255 at CPL 0), the waits the checks use, the summary. The
+ * counters are guest/irq.h's: irq_snap(), irq_new(), irq_new_others(). */
+bool pt_irq_setup(void);
+void pt_irq_report(void);
 
-/* Interrupts counted since a snapshot, which also marks the time a
- * doorbell is rung. */
-struct irq_snap {
-	uint64_t count[256];
-	uint64_t acked[PT_MAX_DEVS];	    /* INTx doorbells the handler acknowledged, by device */
-	uint64_t spurious[PCI_IOAPIC_PINS]; /* INTx interrupts that found nothing pending */
-	uint64_t tsc;
-};
-void irq_snap(struct irq_snap *s);
-uint64_t irq_new(const struct irq_snap *s, unsigned vector);
-/* New interrupts on every vector but `except` and the spurious vector; the
- * first such vector goes to *first. */
-uint64_t irq_new_others(const struct irq_snap *s, unsigned except, unsigned *first);
-uint64_t irq_acked_new(const struct irq_snap *s, const struct pt_dev *d);
-uint64_t irq_spurious_new(const struct irq_snap *s, const struct pt_dev *d);
-/* Spins (at CPL 3) until `vector` has `want` new interrupts or the wait
- * limit passes, then a settling time for extra ones; returns the count. */
-uint64_t irq_wait(const struct irq_snap *s, unsigned vector, uint64_t want);
+/* Spins (at CPL 3) until `vector` has `want` new interrupts since s or the
+ * wait limit passes, then a settling time for extra ones; returns the count. */
+uint64_t pt_wait(const struct irq_snap *s, unsigned vector, uint64_t want);
 /* The same, until the handler has acknowledged `want` doorbells of d. */
-uint64_t irq_wait_acked(const struct irq_snap *s, const struct pt_dev *d, uint64_t want);
+uint64_t pt_wait_acked(const struct irq_snap *s, const struct pt_dev *d, uint64_t want);
 /* Spins for the time in which an interrupt that should not come would. */
-void irq_quiet(void);
+void pt_quiet(void);
+/* INTx doorbells of d the handler acknowledged since s (the INTX_PENDING
+ * values it read), and interrupts on d's pin that found nothing pending. */
+uint64_t pt_acked_new(const struct irq_snap *s, const struct pt_dev *d);
+uint64_t pt_spurious_new(const struct irq_snap *s, const struct pt_dev *d);
 /* One check: exactly `want` new interrupts on `vector`, none elsewhere. */
 bool check_irqs(const struct irq_snap *s, unsigned vector, uint64_t want, const char *what);
-/* Whether `spurious` INTx interrupts (ones that found nothing pending)
- * besides `genuine` ones are acceptable: none, except on a LAPIC that does
- * not hold interrupts in service, where the IOAPIC sends a still-asserted
- * level once more after each early EOI (one per genuine interrupt).
- * Tolerated ones are counted for irq_report(). */
-bool intx_redeliveries_ok(uint64_t genuine, uint64_t spurious);
 /* check_irqs() for d's INTx vector: `want` genuine interrupts, with
- * re-deliveries as intx_redeliveries_ok() allows. handler_acks: the
+ * re-deliveries as irq_intx_redeliveries_ok() allows. handler_acks: the
  * handler was acknowledging (it then tells genuine from spurious), or it
- * was masking the pin (then every interrupt beyond `want` is a re-delivery). */
+ * was masking the pin (irq_pin_defer; then every interrupt beyond `want`
+ * is a re-delivery). */
 bool check_intx_irqs(const struct irq_snap *s, const struct pt_dev *d, uint64_t want,
 		     bool handler_acks, const char *what);
 
 unsigned intx_vector(const struct pt_dev *d);
-enum intx_mode { INTX_ACK_IN_HANDLER, INTX_MASK_IN_HANDLER };
-void intx_set_mode(const struct pt_dev *d, enum intx_mode mode);
-uint32_t intx_rte(const struct pt_dev *d);
-void intx_unmask(const struct pt_dev *d);
-bool intx_stormed(const struct pt_dev *d);
 
 /* msix.c: step 4. */
 void pt_msix(struct pt_dev *d);

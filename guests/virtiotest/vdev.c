@@ -20,16 +20,16 @@ static const char *yn(bool b)
 
 /* The INTx service callback (CPL 0, in the handler): 4.1.4.5.1, reading
  * ISR returns its bits and clears them, which drops the device's INTx. */
-static bool isr_service(void *ctx)
+static uint32_t isr_service(void *ctx)
 {
 	struct vt_dev *d = ctx;
 	uint8_t v = mmio_read8(d->vp.isr.addr);
 
 	if (!v)
-		return false;
+		return 0;
 	d->isr_seen |= v;
 	d->isr_events++;
-	return true;
+	return 1;
 }
 
 static bool setup_msix(struct vt_dev *d, unsigned nq)

@@ -21,6 +21,9 @@ bool cmdline_value(const char *cmdline, const char *key, const char **val, size_
 /* Decimal, or hexadecimal with 0x; the whole of [s, s + len). */
 bool cmdline_parse_u64(const char *s, size_t len, uint64_t *out);
 
+/* Whether [word, word + len) is one of the words (an empty one never is). */
+bool cmdline_has_word(const char *cmdline, const char *word, size_t len);
+
 /* Counts the words that start with `prefix` (e.g. "pcitest.") whose key (up
  * to '=' or the end of the word) is not in known[0..nknown); copies the
  * first one's key to first (NUL-terminated, truncated to first_size). */

@@ -3,8 +3,8 @@
  * for vectors 32..255, LAPIC set-up with a self-test for the "nothing stays
  * in service" behaviour of our KVM hosts, IOAPIC pins for level-triggered
  * INTx with per-pin service callbacks, and bounded TSC-deadline waits.
- * Generalised from pcitest's irq.c (guests/pcitest), which keeps its own
- * testdev-specific copy.
+ * Generalised from pcitest's irq.c; pcitest and virtiotest build their
+ * checks on it.
  *
  * Only the handler runs at CPL 0 (and on our hosts every instruction there
  * is emulated, ~2 us each), so it counts, calls the pin's service
@@ -24,7 +24,7 @@
 #define IRQ_VEC_LAPIC_PROBE 0x30 /* the self-test's self-IPI */
 #define IRQ_VEC_SPURIOUS    0xFF /* the LAPIC spurious vector (SVR) */
 #define IRQ_IOAPIC_PINS	    24
-#define IRQ_PIN_SOURCES	    8 /* devices sharing one pin */
+#define IRQ_PIN_SOURCES	    16 /* devices sharing one pin */
 /* A level-triggered pin that keeps firing between two snapshots more than
  * this often is masked by the handler, so a check fails instead of the
  * guest hanging in an interrupt storm. */
@@ -32,9 +32,11 @@
 
 /* Called by the handler (CPL 0, interrupts off) for each device on an
  * INTx pin, before the EOI. Must acknowledge the device (so its line drops)
- * and return whether it had anything pending. Keep it a handful of
- * instructions; no config-space (0xCF8) cycles. */
-typedef bool (*irq_pin_service_fn)(void *ctx);
+ * and return how many events it acknowledged: 0 if nothing was pending
+ * (for most devices 0 or 1; a device that counts its pending events
+ * returns the count). Keep it a handful of instructions; no config-space
+ * (0xCF8) cycles. */
+typedef uint32_t (*irq_pin_service_fn)(void *ctx);
 
 /* CPL 0: installs the handler on vectors 32..255, so an interrupt on an
  * unprogrammed vector is counted rather than faulting. */
@@ -49,7 +51,8 @@ struct irq_lapic_info {
 	 * before the EOI): true on our kvm_pvm hosts. A still-asserted
 	 * level-triggered pin is then sent once more per interrupt. */
 	bool auto_eoi;
-	uint32_t probe_ppr;
+	uint32_t probe_ppr;	  /* PPR before the self-test's EOI */
+	bool probe_isr_after_eoi; /* the probe vector's ISR bit after it */
 };
 
 /* Sets the TSC rate the waits use (ticks per second). */
@@ -75,6 +78,10 @@ uint32_t irq_rte_for(uint8_t vector, uint16_t mp_flags);
 /* Programs and unmasks `pin` (destination first, 82093AA 3.2.4), returns
  * the entry as read back in *lo, *hi. */
 void irq_pin_route(unsigned pin, uint32_t rte_lo, uint8_t apic_id, uint32_t *lo, uint32_t *hi);
+/* Deferred: the handler masks the pin (it stays masked until
+ * irq_pin_mask(pin, false)) instead of calling its sources, so CPL 3 finds
+ * the devices still pending. No spurious or storm counting then. */
+void irq_pin_defer(unsigned pin, bool deferred);
 void irq_pin_mask(unsigned pin, bool masked);
 uint32_t irq_pin_rte(unsigned pin);
 bool irq_pin_stormed(unsigned pin);
@@ -82,7 +89,7 @@ bool irq_pin_stormed(unsigned pin);
 /* Counters since boot. */
 uint64_t irq_count(unsigned vector);
 uint64_t irq_pin_spurious(unsigned pin);		 /* found no source pending */
-uint64_t irq_pin_genuine(unsigned pin, unsigned source); /* that source was pending */
+uint64_t irq_pin_genuine(unsigned pin, unsigned source); /* summed service returns */
 
 /* Counters at a point in time, which also marks the start of a wait. */
 struct irq_snap {

@@ -4,7 +4,8 @@
  * order a kernel does (Linux msix_capability_init): MSI-X Enable with the
  * Function Mask set, entries programmed while masked, entries unmasked,
  * Function Mask cleared. Generalised from pcitest's msix.c, which keeps
- * its own testdev-specific checks.
+ * its testdev-specific checks (and its own enable sequence, which checks
+ * each step) on top of these accessors.
  *
  * Config space through guest/pci.h (conf1 port I/O) and the table by MMIO,
  * so it all works at CPL 3 under run_user().

@@ -17,6 +17,10 @@
 
 struct boot_params;
 
+/* Whether one usable (type 1) e820 entry of the zero page covers [base,
+ * base + size). */
+bool ram_e820_covers(const struct boot_params *bp, uint64_t base, uint64_t size);
+
 bool ram_pool_init(const struct boot_params *bp, uint64_t size, const char **why);
 /* `size` bytes aligned to `align` (a power of two), zeroed; NULL when the
  * pool is used up. */
