@@ -10,6 +10,7 @@ packages=(
   qemu-system-x86                            # side-by-side reference
   fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests
+  iproute2 python3                           # net tests (ip netns), test runners
 )
 missing=()
 for p in "${packages[@]}"; do
