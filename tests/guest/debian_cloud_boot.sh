@@ -7,8 +7,10 @@
 set -euo pipefail
 vmm=$1 cache=$2 runner=$3
 if ! kernel=$("$(dirname "$0")/../../guests/linux/fetch-debian-cloud-kernel.sh" "$cache"); then
-  echo "FAIL: could not fetch the Debian cloud kernel"
-  exit 1
+  # The kernel comes from Debian's mirror at test time; without it there is
+  # nothing to boot, which says nothing about the VMM.
+  echo "SKIP: could not download linux-image-cloud-amd64 from the Debian mirror (see above)"
+  exit 77
 fi
 exec python3 "$runner" --vmm "$vmm" --needs-kvm --exit 4,6 \
   --stdout='Linux version 6\.1\.' --stdout='Command line: console=ttyS0' \
