@@ -12,8 +12,10 @@
 
 #include <check.h>
 #include <elf.h>
+#include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #define RAM_SIZE (64 * MiB)
 
@@ -495,6 +497,109 @@ START_TEST(test_payload_detect_kernel_magics)
 }
 END_TEST
 
+/* The kernel's xz and zstd payloads end with the LE32 decompressed size
+ * (scripts/Makefile.lib size_append), like LZ4's. */
+static uint8_t *with_size_trailer(uint8_t *buf, size_t n, size_t orig, size_t *out_len)
+{
+	put32(buf + n, (uint32_t)orig);
+	*out_len = n + 4;
+	return buf;
+}
+
+static uint8_t *xz_bytes(const uint8_t *in, size_t len, size_t *out_len)
+{
+	size_t cap = len + len / 2 + 4096, pos = 0;
+	uint8_t *out = malloc(cap + 4);
+	ck_assert(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC32, NULL, in, len, out, &pos, cap) ==
+		  LZMA_OK);
+	return with_size_trailer(out, pos, len, out_len);
+}
+
+static uint8_t *zstd_bytes(const uint8_t *in, size_t len, size_t *out_len)
+{
+	size_t cap = ZSTD_compressBound(len);
+	uint8_t *out = malloc(cap + 4);
+	/* With the content checksum, as the zstd tool that builds kernels
+	 * writes it by default. */
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 19);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+	size_t n = ZSTD_compress2(c, out, cap, in, len);
+	ZSTD_freeCCtx(c);
+	ck_assert(!ZSTD_isError(n));
+	return with_size_trailer(out, n, len, out_len);
+}
+
+START_TEST(test_xz_payload_loads)
+{
+	size_t elen, zlen;
+	uint8_t *elf = kernel_elf(&elen);
+	uint8_t *xz = xz_bytes(elf, elen, &zlen);
+	struct boot_result r;
+	struct err e;
+	memset(ram.buf + K_PADDR, 0xCC, K_MEMSZ);
+	int ret = load_payload(xz, zlen, false, &r, &e, NULL);
+	free(xz);
+	free(elf);
+	ck_assert_msg(ret == 0, "boot_load failed: %s", e.msg);
+	ck_assert_uint_eq(r.path, BOOT_PATH_HOST_DECOMPRESSED);
+	ck_assert_uint_eq(r.payload, PAYLOAD_XZ);
+	check_kernel_loaded(&r);
+}
+END_TEST
+
+START_TEST(test_zstd_payload_loads)
+{
+	size_t elen, zlen;
+	uint8_t *elf = kernel_elf(&elen);
+	uint8_t *zs = zstd_bytes(elf, elen, &zlen);
+	struct boot_result r;
+	struct err e;
+	memset(ram.buf + K_PADDR, 0xCC, K_MEMSZ);
+	int ret = load_payload(zs, zlen, false, &r, &e, NULL);
+	free(zs);
+	free(elf);
+	ck_assert_msg(ret == 0, "boot_load failed: %s", e.msg);
+	ck_assert_uint_eq(r.path, BOOT_PATH_HOST_DECOMPRESSED);
+	ck_assert_uint_eq(r.payload, PAYLOAD_ZSTD);
+	check_kernel_loaded(&r);
+}
+END_TEST
+
+START_TEST(test_corrupt_xz_and_zstd_rejected)
+{
+	size_t elen, xlen, zlen;
+	uint8_t *elf = kernel_elf(&elen);
+	uint8_t *xz = xz_bytes(elf, elen, &xlen);
+	uint8_t *zs = zstd_bytes(elf, elen, &zlen);
+	struct boot_result r;
+	struct err e;
+	/* Flip bytes in the middle of each compressed stream. */
+	for (size_t i = 0; i < 16; i++) {
+		xz[xlen / 2 + i] ^= 0x5A;
+		zs[zlen / 2 + i] ^= 0x5A;
+	}
+	ck_assert_int_ne(load_payload(xz, xlen, false, &r, &e, NULL), 0);
+	ck_assert_int_eq(e.code, EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(e.msg, "xz payload is corrupt"));
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_ne(load_payload(zs, zlen, false, &r, &e, NULL), 0);
+	ck_assert_int_eq(e.code, EXIT_USAGE);
+	ck_assert_ptr_nonnull(strstr(e.msg, "zstd payload is corrupt"));
+	/* Truncated: half of the zstd stream, trailer kept. */
+	uint8_t *half = malloc(zlen / 2 + 4);
+	memcpy(half, zs, zlen / 2);
+	put32(half + zlen / 2, (uint32_t)elen);
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_ne(load_payload(half, zlen / 2 + 4, false, &r, &e, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(e.msg, "zstd payload is corrupt or truncated"));
+	free(half);
+	free(xz);
+	free(zs);
+	free(elf);
+}
+END_TEST
+
 static Suite *boot_payload_suite(void)
 {
 	Suite *s = suite_create("boot_payload");
@@ -513,6 +618,9 @@ static Suite *boot_payload_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_lz4_legacy_payload_loads);
+	tcase_add_test(t, test_xz_payload_loads);
+	tcase_add_test(t, test_zstd_payload_loads);
+	tcase_add_test(t, test_corrupt_xz_and_zstd_rejected);
 	tcase_add_test(t, test_lz4_legacy_payload_of_two_8mib_blocks_loads);
 	tcase_add_test(t, test_corrupt_lz4_rejected);
 	tcase_add_test(t, test_truncated_lz4_rejected);
