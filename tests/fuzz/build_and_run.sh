@@ -1,0 +1,86 @@
+#!/bin/sh
+# Builds the libFuzzer targets with clang (ASan + UBSan) from the project's
+# sources and, unless --build-only, runs one for a bounded time.
+#   build_and_run.sh SRCDIR OUTDIR [--build-only | TARGET SECONDS [libFuzzer args...]]
+# Exits 77 (meson: skipped) when clang or the fuzzer runtime is missing.
+set -eu
+src=$(cd "$1" && pwd)
+out=$2
+shift 2
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+CC=${FUZZ_CC:-}
+if [ -z "$CC" ]; then
+	for c in clang clang-14 clang-15 clang-16 clang-17 clang-18; do
+		if command -v "$c" >/dev/null 2>&1; then CC=$c; break; fi
+	done
+fi
+if [ -z "$CC" ]; then
+	echo "SKIP: clang not found (set FUZZ_CC); libFuzzer targets need clang" >&2
+	exit 77
+fi
+if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' |
+	"$CC" -x c -fsanitize=fuzzer,address,undefined -o "$out/.probe" - 2>/dev/null; then
+	echo "SKIP: $CC cannot link -fsanitize=fuzzer,address,undefined (libclang-rt-dev missing?)" >&2
+	exit 77
+fi
+rm -f "$out/.probe"
+
+CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+ -fno-sanitize-recover=undefined -I$src -D_GNU_SOURCE -pthread"
+LIBS="-lz -llz4 -llzma -lzstd -pthread"
+LOADER="vmm/boot.c vmm/decompress.c vmm/elf_load.c vmm/guest_mem.c vmm/err.c vmm/mptable.c"
+VIRTQ="devices/virtqueue.c vmm/guest_mem.c vmm/err.c"
+PCI="devices/pci_testdev.c devices/msix.c devices/pci.c irq/intx.c irq/isa_line.c irq/msi.c
+ irq/stats.c vmm/bus.c vmm/log.c vmm/guest_mem.c vmm/err.c"
+
+build() { # name extra-flags sources...
+	name=$1; extra=$2; shift 2
+	files=""
+	for f in "$@"; do files="$files $src/$f"; done
+	newest=$(ls -t "$src/tests/fuzz/"*.c "$src/tests/fuzz/"*.h $files 2>/dev/null | head -1)
+	if [ -x "$out/$name" ] && [ "$out/$name" -nt "$newest" ]; then return 0; fi
+	# shellcheck disable=SC2086
+	$CC $CFLAGS $extra -o "$out/$name" $files $LIBS
+}
+
+seeds() { # the seed corpora, made once
+	[ -f "$out/seeds.stamp" ] && return 0
+	for d in boot virtq pci; do mkdir -p "$out/seeds/$d"; done
+	for img in hello.bzImage hello-gz.bzImage gzstub.bzImage; do
+		for g in "$src/build/guests/$img" "$out/../../guests/$img"; do
+			[ -f "$g" ] && cp "$g" "$out/seeds/boot/$img" && break
+		done
+	done
+	python3 "$src/tests/fuzz/make_seeds.py" "$out/seeds"
+	touch "$out/seeds.stamp"
+}
+
+build fuzz_boot "" tests/fuzz/fuzz_boot.c $LOADER
+build fuzz_boot_bzhdr "-DFUZZ_BZHDR" tests/fuzz/fuzz_boot.c $LOADER
+build fuzz_virtq "" tests/fuzz/fuzz_virtq.c $VIRTQ
+build fuzz_pci "" tests/fuzz/fuzz_pci.c $PCI
+seeds
+
+[ "${1:-}" = "--build-only" ] && exit 0
+target=$1 secs=$2
+shift 2
+case $target in
+fuzz_boot | fuzz_boot_bzhdr) corpus=boot ;;
+fuzz_virtq) corpus=virtq ;;
+fuzz_pci) corpus=pci ;;
+*) echo "unknown target $target" >&2; exit 2 ;;
+esac
+# A scratch copy of the corpus: the run may add to it; the seeds stay.
+work="$out/corpus/$target"
+mkdir -p "$work" "$out/artifacts"
+cp -n "$out/seeds/$corpus/"* "$work/" 2>/dev/null || true
+if [ "$target" = fuzz_boot_bzhdr ]; then
+	# This variant takes an option byte first.
+	for f in "$out/seeds/boot/"*; do
+		[ -f "$work/opt-$(basename "$f")" ] || { printf '\000'; cat "$f"; } >"$work/opt-$(basename "$f")"
+	done
+fi
+exec "$out/$target" -max_total_time="$secs" -timeout=5 -rss_limit_mb=2048 \
+	-max_len=131072 -print_final_stats=1 -artifact_prefix="$out/artifacts/$target-" \
+	"$@" "$work"

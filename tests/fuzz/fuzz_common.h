@@ -1,0 +1,44 @@
+/*
+ * Shared helpers for the libFuzzer targets: fake guest RAM over an
+ * anonymous mapping fenced by PROT_NONE guard pages, so any access past
+ * either end of RAM faults at once (ASan does not track mmap()ed memory).
+ */
+#ifndef TESTS_FUZZ_COMMON_H
+#define TESTS_FUZZ_COMMON_H
+
+#include "vmm/guest_mem.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define FUZZ_PAGE 4096ULL
+
+struct fuzz_ram {
+	struct guest_mem m;
+	uint8_t *buf;
+	uint64_t size;
+};
+
+/* Zero-filled RAM of `size` bytes (page multiple) with a guard page on each side. */
+static inline void fuzz_ram_init(struct fuzz_ram *r, uint64_t size)
+{
+	uint8_t *p =
+	    mmap(NULL, size + 2 * FUZZ_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || mprotect(p + FUZZ_PAGE, size, PROT_READ | PROT_WRITE))
+		abort();
+	r->buf = p + FUZZ_PAGE;
+	r->size = size;
+	guest_mem_init_with(&r->m, r->buf, size);
+}
+
+/* Back to all zeroes; the kernel drops the pages, so this is cheap. */
+static inline void fuzz_ram_reset(struct fuzz_ram *r)
+{
+	if (madvise(r->buf, r->size, MADV_DONTNEED))
+		memset(r->buf, 0, r->size);
+	guest_mem_init_with(&r->m, r->buf, r->size);
+}
+
+#endif

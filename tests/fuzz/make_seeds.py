@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Writes small seed inputs for the fuzz targets into DIR/{boot,virtq,pci}.
+
+boot: bzImages (boot protocol 2.15, 64-bit) whose payload is a tiny ELF64
+vmlinux raw, gzip, LZ4-legacy, xz and zstd compressed (the non-gzip ones
+with the kernel's LE32 size trailer), and the bare ELF itself.
+virtq/pci: a few structured inputs in the targets' formats."""
+import gzip, lzma, os, struct, subprocess, sys
+
+out = sys.argv[1]
+
+
+def w(sub, name, data):
+    os.makedirs(os.path.join(out, sub), exist_ok=True)
+    with open(os.path.join(out, sub, name), "wb") as f:
+        f.write(data)
+
+
+def elf(entry=0x1000000, paddr=0x1000000, code=b"\xf4" * 64, memsz=0x2000):
+    ehdr = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, b"\0" * 7,
+                       2, 62, 1, entry, 64, 0, 0, 64, 56, 1, 64, 0, 0)
+    off = 0x100
+    phdr = struct.pack("<IIQQQQQQ", 1, 7, off, 0xFFFFFFFF80000000 + paddr, paddr,
+                       len(code), memsz, 0x1000)
+    img = ehdr + phdr
+    return img + b"\0" * (off - len(img)) + code
+
+
+def bz(payload, version=0x020F, stub=0x400):
+    sects = 4
+    setup = bytearray(b"\x90" * ((sects + 1) * 512))
+    setup[0x1F1:0x26C] = b"\0" * (0x26C - 0x1F1)
+    pm = b"\xf4" * stub + payload
+    setup[0x1F1] = sects
+    struct.pack_into("<I", setup, 0x1F4, (len(pm) + 15) // 16)
+    struct.pack_into("<H", setup, 0x1FE, 0xAA55)
+    setup[0x200] = 0xEB
+    setup[0x201] = 0x26C - 0x202
+    setup[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", setup, 0x206, version)
+    setup[0x211] = 1
+    struct.pack_into("<I", setup, 0x22C, 0x7FFFFFFF)
+    struct.pack_into("<I", setup, 0x230, 0x200000)
+    struct.pack_into("<H", setup, 0x236, 1)
+    struct.pack_into("<I", setup, 0x238, 2047)
+    struct.pack_into("<I", setup, 0x248, stub if payload else 0)
+    struct.pack_into("<I", setup, 0x24C, len(payload))
+    struct.pack_into("<Q", setup, 0x258, 0x1000000)
+    struct.pack_into("<I", setup, 0x260, 0x400000)
+    return bytes(setup) + pm
+
+
+def tool(args, data):
+    try:
+        return subprocess.run(args, input=data, stdout=subprocess.PIPE, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+v = elf()
+trailer = struct.pack("<I", len(v))
+w("boot", "elf64", v)
+w("boot", "bz-nopayload", bz(b""))
+w("boot", "bz-elf", bz(v))
+w("boot", "bz-gzip", bz(gzip.compress(v, 9)))
+w("boot", "bz-xz", bz(lzma.compress(v, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32) + trailer))
+lz = tool(["lz4", "-l", "-9", "-c"], v)
+if lz:
+    w("boot", "bz-lz4", bz(lz + trailer))
+zs = tool(["zstd", "-19", "-c", "-q"], v)
+if zs:
+    w("boot", "bz-zstd", bz(zs + trailer))
+w("boot", "bz-2.12", bz(gzip.compress(v), version=0x020C))
+
+# virtq: [log2 size][flags] desc table, avail ring, (avail_event), scratch.
+SCR = 0x40000
+
+
+def vq(log2, flags, descs, avail, extra=b""):
+    size = 1 << log2
+    t = bytearray(16 * size)
+    for i, (a, l, f, n) in enumerate(descs):
+        struct.pack_into("<QIHH", t, 16 * i, a, l, f, n)
+    ev = flags & 1
+    ring = struct.pack("<HH", 0, len(avail)) + b"".join(struct.pack("<H", h) for h in avail)
+    ring += b"\0" * (4 + 2 * size + 2 * ev - len(ring))
+    return bytes([log2, flags]) + bytes(t) + ring + (b"\0\0" if ev else b"") + extra
+
+
+NEXT, WRITE, INDIRECT = 1, 2, 4
+w("virtq", "chain", vq(3, 0, [(SCR, 64, NEXT, 1), (SCR + 64, 128, WRITE, 0)], [0]))
+w("virtq", "two", vq(2, 1, [(SCR, 16, 0, 0), (SCR + 16, 16, WRITE, 0)], [0, 1]))
+ind = b"".join(struct.pack("<QIHH", SCR + 0x100 + 32 * i, 32, NEXT | (WRITE if i else 0), i + 1)
+               for i in range(3)) + struct.pack("<QIHH", SCR + 0x200, 8, WRITE, 0)
+w("virtq", "indirect", vq(4, 0, [(SCR, len(ind), INDIRECT, 0)], [0], ind))
+w("virtq", "end-of-ram", vq(10, 3, [(SCR, 4096, WRITE, 0)], [0, 0, 0]))
+
+# pci: [mode][nvec1-1] then ops (see fuzz_pci.c).
+def cfgaddr(slot, reg):
+    return bytes([0x08, slot, reg])
+
+ops = bytearray([0, 7])
+ops += cfgaddr(3, 0x00) + bytes([0x22])                  # read vendor/device
+ops += cfgaddr(3, 0x04) + bytes([0x21]) + struct.pack("<I", 0x0006)  # memory+master
+ops += cfgaddr(3, 0x40) + bytes([0x22])                  # MSI-X capability
+ops += cfgaddr(3, 0x40) + bytes([0x11 | 0x80]) + struct.pack("<H", 0x8000)  # enable
+ops += bytes([0x24 | 0x40]) + struct.pack("<H", 0) + struct.pack("<I", 0xFEE00000)
+ops += bytes([0x24 | 0x40]) + struct.pack("<H", 8) + struct.pack("<I", 0x41)
+ops += bytes([0x24 | 0x40]) + struct.pack("<H", 12) + struct.pack("<I", 0)
+ops += bytes([0x06, 0])                                   # ring vector 0
+ops += bytes([0x25]) + struct.pack("<H", 0x14)             # read DOORBELLS
+ops += bytes([0x0E, 1, 0x07, 0x08 | 0x20]) + bytes([0x0C, 4, 0x10]) + bytes([0x21]) + b"\xff" * 4
+ops += bytes([0x22])                                       # BAR sizing
+w("pci", "msix", bytes(ops))
+w("pci", "intx", bytes([1, 0]) + bytes([0x0E, 0, 0x0F, 0x16, 0x07]))
+w("pci", "bar-move", bytes([0, 3]) + bytes([0x0C, 4, 0x10, 0x21]) + struct.pack("<I", 0xE0000000)
+  + bytes([0x0C, 4, 0x04, 0x21]) + struct.pack("<I", 6) + bytes([0x35, 0, 0]))
