@@ -6,6 +6,7 @@ packages=(
   gcc meson ninja-build pkg-config clang-format  # build, style check
   liburing-dev libfdt-dev zlib1g-dev liblz4-dev liblzma-dev libzstd-dev  # VMM libraries
   check                                      # unit tests (libcheck)
+  clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
   device-tree-compiler                       # dtc, to validate --dump-dtb output
   qemu-system-x86                            # side-by-side reference
   fio                                        # block benchmark reference
