@@ -121,7 +121,7 @@ void options_print_help(FILE *out, const char *argv0)
 		"  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
 		"  6    --timeout expired\n"
 		"  8    host problem (no /dev/kvm, missing KVM capability, host I/O error)\n"
-		"  10   stopped by SIGINT, SIGTERM or Ctrl-A x\n",
+		"  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n",
 		argv0);
 }
 
