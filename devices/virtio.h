@@ -65,6 +65,9 @@ struct virtio_transport_ops {
 	void (*config_changed)(struct virtio_transport *t);
 	/* The driver broke a rule: NEEDS_RESET, and a config interrupt. */
 	void (*needs_reset)(struct virtio_transport *t, const char *why);
+	/* DRIVER_OK set and NEEDS_RESET clear: the device may use buffers
+	 * (3.1.1). Paths not started by a notify (host input) ask first. */
+	bool (*live)(struct virtio_transport *t);
 	/* Serialises device work with the transport (I/O-thread callbacks). */
 	void (*lock)(struct virtio_transport *t);
 	void (*unlock)(struct virtio_transport *t);
@@ -82,6 +85,11 @@ static inline void virtio_queue_used(struct virtio_dev *d, unsigned q)
 static inline void virtio_needs_reset(struct virtio_dev *d, const char *why)
 {
 	d->transport->ops->needs_reset(d->transport, why);
+}
+
+static inline bool virtio_live(struct virtio_dev *d)
+{
+	return d->transport && d->transport->ops->live && d->transport->ops->live(d->transport);
 }
 
 static inline bool virtio_has_feature(const struct virtio_dev *d, unsigned bit)

@@ -107,7 +107,9 @@ size_t virtio_console_receive(struct virtio_console *c, const uint8_t *buf, size
 		c->rx_count++;
 	}
 	atomic_fetch_add(&c->rx_dropped, len - n);
-	console_fill_rx(c);
+	/* Host input is not a driver request: only a live device uses buffers. */
+	if (virtio_live(&c->vdev))
+		console_fill_rx(c);
 	t->ops->unlock(t);
 	return n;
 }

@@ -150,7 +150,7 @@ void virtio_net_tap_ready(struct virtio_net *n)
 {
 	struct virtio_transport *t = n->vdev.transport;
 	t->ops->lock(t);
-	if (n->vdev.vqs[NET_RXQ].size)
+	if (n->vdev.vqs[NET_RXQ].size && virtio_live(&n->vdev))
 		net_rx(n);
 	else {
 		/* Not running: drain and drop, so the tap does not stay readable. */

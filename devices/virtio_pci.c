@@ -103,8 +103,19 @@ static void vp_needs_reset(struct virtio_transport *t, const char *why)
 	pthread_mutex_unlock(&vp->lock);
 }
 
+static bool vp_live(struct virtio_transport *t)
+{
+	struct virtio_pci *vp = vp_of(t);
+	pthread_mutex_lock(&vp->lock);
+	bool live =
+	    (vp->status & VIRTIO_STATUS_DRIVER_OK) && !(vp->status & VIRTIO_STATUS_NEEDS_RESET);
+	pthread_mutex_unlock(&vp->lock);
+	return live;
+}
+
 static const struct virtio_transport_ops vp_transport_ops = {
     .queue_used = vp_queue_used,
+    .live = vp_live,
     .config_changed = vp_config_changed,
     .needs_reset = vp_needs_reset,
     .lock = vp_lock,

@@ -33,6 +33,9 @@ LOADER="vmm/boot.c vmm/decompress.c vmm/elf_load.c vmm/guest_mem.c vmm/err.c vmm
 VIRTQ="devices/virtqueue.c vmm/guest_mem.c vmm/err.c"
 PCI="devices/pci_testdev.c devices/msix.c devices/pci.c irq/intx.c irq/isa_line.c irq/msi.c
  irq/stats.c vmm/bus.c vmm/log.c vmm/guest_mem.c vmm/err.c"
+VIRTIO="devices/virtio_pci.c devices/virtqueue.c devices/virtio_rng.c devices/virtio_console.c
+ devices/msix.c devices/pci.c irq/intx.c irq/isa_line.c irq/msi.c irq/stats.c vmm/bus.c vmm/log.c
+ vmm/guest_mem.c vmm/err.c"
 
 build() { # name extra-flags sources...
 	name=$1; extra=$2; shift 2
@@ -45,8 +48,8 @@ build() { # name extra-flags sources...
 }
 
 seeds() { # the seed corpora, made once
-	[ -f "$out/seeds.stamp" ] && return 0
-	for d in boot virtq pci; do mkdir -p "$out/seeds/$d"; done
+	[ -f "$out/seeds.stamp" ] && [ -d "$out/seeds/virtio" ] && return 0
+	for d in boot virtq pci virtio; do mkdir -p "$out/seeds/$d"; done
 	for img in hello.bzImage hello-gz.bzImage gzstub.bzImage; do
 		for g in "$src/build/guests/$img" "$out/../../guests/$img"; do
 			[ -f "$g" ] && cp "$g" "$out/seeds/boot/$img" && break
@@ -60,6 +63,7 @@ build fuzz_boot "" tests/fuzz/fuzz_boot.c $LOADER
 build fuzz_boot_bzhdr "-DFUZZ_BZHDR" tests/fuzz/fuzz_boot.c $LOADER
 build fuzz_virtq "" tests/fuzz/fuzz_virtq.c $VIRTQ
 build fuzz_pci "" tests/fuzz/fuzz_pci.c $PCI
+build fuzz_virtio "-Dgetrandom=fuzz_getrandom" tests/fuzz/fuzz_virtio.c $VIRTIO
 seeds
 
 [ "${1:-}" = "--build-only" ] && exit 0
@@ -69,6 +73,7 @@ case $target in
 fuzz_boot | fuzz_boot_bzhdr) corpus=boot ;;
 fuzz_virtq) corpus=virtq ;;
 fuzz_pci) corpus=pci ;;
+fuzz_virtio) corpus=virtio ;;
 *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 # A scratch copy of the corpus: the run may add to it; the seeds stay.

@@ -115,3 +115,82 @@ w("pci", "msix", bytes(ops))
 w("pci", "intx", bytes([1, 0]) + bytes([0x0E, 0, 0x0F, 0x16, 0x07]))
 w("pci", "bar-move", bytes([0, 3]) + bytes([0x0C, 4, 0x10, 0x21]) + struct.pack("<I", 0xE0000000)
   + bytes([0x0C, 4, 0x04, 0x21]) + struct.pack("<I", 6) + bytes([0x35, 0, 0]))
+
+# virtio: [mode] then ops (see fuzz_virtio.c); dev 0 = rng, 1 = console.
+L = {1: 0, 2: 1, 4: 2, 8: 3}
+
+
+def bw(dev, off, val, n):  # BAR0 write in the common config (region 0)
+    return bytes([0 | dev << 3 | L[n] << 4, off]) + val.to_bytes(n, "little")
+
+
+def ramw(addr, data):
+    out = b""
+    for i in range(0, len(data), 64):
+        chunk = data[i:i + 64]
+        out += bytes([3]) + (addr + i).to_bytes(3, "little") + bytes([len(chunk) - 1]) + chunk
+    return out
+
+
+def init(dev, queues, feat_hi=1, feat_lo=0):
+    """reset, ACK, DRIVER, features, FEATURES_OK, queues [(q, size, base)], DRIVER_OK."""
+    o = bw(dev, 0x14, 0, 1) + bw(dev, 0x14, 1, 1) + bw(dev, 0x14, 3, 1)
+    o += bw(dev, 0x00, 1, 4) + bytes([1 | dev << 3 | 2 << 4, 0x04])  # read DF hi
+    o += bw(dev, 0x08, 0, 4) + bw(dev, 0x0C, feat_lo, 4)
+    o += bw(dev, 0x08, 1, 4) + bw(dev, 0x0C, feat_hi, 4)
+    o += bw(dev, 0x14, 0xB, 1) + bytes([1 | dev << 3, 0x14])  # status back
+    for q, size, base in queues:
+        o += bw(dev, 0x16, q, 2) + bw(dev, 0x18, size, 2)
+        o += bw(dev, 0x20, base, 8) + bw(dev, 0x28, base + 16 * size, 8)
+        o += bw(dev, 0x30, base + 0x1000, 8) + bw(dev, 0x1C, 1, 2)
+    return o + bw(dev, 0x14, 0xF, 1)
+
+
+def post(base, size, descs, heads, idx=None):
+    t = b"".join(struct.pack("<QIHH", *d) for d in descs)
+    ring = struct.pack("<HH", 0, len(heads) if idx is None else idx)
+    ring += b"".join(struct.pack("<H", h) for h in heads)
+    return ramw(base, t) + ramw(base + 16 * size, ring)
+
+
+def notify(dev, q):
+    return bytes([7 | dev << 3 | q << 4 | 0x80])
+
+
+Q0, Q1, BUF = 0x10000, 0x20000, 0x40000
+rng = init(0, [(0, 16, Q0)]) + post(Q0, 16, [(BUF, 64, WRITE, 0)], [0]) + notify(0, 0)
+rng += bytes([1 | 1 << 6, 0])  # ISR read
+w("virtio", "rng", bytes([0]) + rng)
+w("virtio", "rng-chain", bytes([0]) + init(0, [(0, 8, Q0)]) + post(
+    Q0, 8, [(BUF, 16, WRITE | NEXT, 1), (BUF + 16, 4096, WRITE, 0)], [0]) + notify(0, 0)
+  + bytes([4]))
+ind = b"".join(struct.pack("<QIHH", BUF + 0x100 * i, 32, WRITE | (NEXT if i < 2 else 0), i + 1)
+               for i in range(3))
+w("virtio", "rng-indirect", bytes([0]) + init(0, [(0, 8, Q0)], 1 | 0, 1 << 28) + ramw(BUF + 0x8000, ind)
+  + post(Q0, 8, [(BUF + 0x8000, len(ind), INDIRECT, 0)], [0]) + notify(0, 0))
+con = init(1, [(0, 16, Q0), (1, 16, Q1)])
+con += bytes([1 | 1 << 3 | 2 << 4 | 2 << 6, 0])  # device config: cols/rows
+con += ramw(BUF, b"hello\n") + post(Q1, 16, [(BUF, 6, 0, 0)], [0]) + notify(1, 1)
+con += post(Q0, 16, [(BUF + 0x100, 32, WRITE, 0)], [0]) + notify(1, 0)
+con += bytes([5 | 7 << 3]) + b"typed-in"
+w("virtio", "console", bytes([0]) + con)
+# MSI-X: enable (cap 5, message control), table entry 0 via BAR2, vectors.
+msix = bytes([2 | 1 << 4, 0x04]) + struct.pack("<H", 0x0006)  # memory + bus master
+msix += bytes([2 | 1 << 4 | 0x40, 5 << 5 | 2]) + struct.pack("<H", 0x8000)
+msix += bytes([6, 2 << 1 | 2 << 3]) + struct.pack("<H", 0) + struct.pack("<I", 0xFEE00000)
+msix += bytes([6, 2 << 1 | 2 << 3]) + struct.pack("<H", 8) + struct.pack("<I", 0x41)
+msix += bytes([6, 2 << 1 | 2 << 3]) + struct.pack("<H", 12) + struct.pack("<I", 0)
+msix += bw(0, 0x10, 1, 2)
+m = init(0, [(0, 16, Q0)])
+m = m[:-3] + bw(0, 0x16, 0, 2) + bw(0, 0x1A, 0, 2) + m[-3:]
+w("virtio", "rng-msix", bytes([0]) + msix + m + post(Q0, 16, [(BUF, 64, WRITE, 0)], [0])
+  + notify(0, 0) + bytes([2 | 1 << 4 | 0x80 | 0x40, 5 << 5 | 2]))
+# Status via the PCI-configuration-access window (cap 4): bar, offset, length, data.
+def cfgw(dev, reg, val, n):
+    return bytes([2 | dev << 3 | L[n] << 4 | 0x40, 4 << 5 | reg]) + val.to_bytes(n, "little")
+
+
+win = cfgw(0, 4, 0, 1) + cfgw(0, 8, 0x14, 4) + cfgw(0, 12, 1, 4) + cfgw(0, 16, 1, 4)
+win += cfgw(0, 16, 3, 4) + bytes([2 | 2 << 4 | 0x40 | 0x80, 4 << 5 | 16])
+win += cfgw(0, 8, 0x3000, 4) + cfgw(0, 12, 2, 4) + cfgw(0, 16, 0, 4) + bytes([4])
+w("virtio", "pci-cfg-window", bytes([1]) + win + rng)

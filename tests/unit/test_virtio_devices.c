@@ -478,6 +478,23 @@ START_TEST(test_console_input_kept_until_buffers_posted)
 }
 END_TEST
 
+START_TEST(test_console_input_waits_for_driver_ok)
+{
+	/* 3.1.1: before DRIVER_OK (or with NEEDS_RESET) the device uses no
+	 * buffers, even when input arrives and buffers are posted. */
+	ft.not_live = true;
+	rx_post(0, 16);
+	ck_assert_uint_eq(virtio_console_receive(&con, (const uint8_t *)"soon", 4), 4);
+	ck_assert_uint_eq(vrd_used_idx(&vr[RXQ]), 0);
+	ck_assert_uint_eq(ft.used[RXQ], 0);
+	ft.not_live = false; /* DRIVER_OK; the driver kicks its receive queue */
+	con.vdev.ops->queue_notify(&con.vdev, RXQ);
+	ck_assert_uint_eq(vrd_used_idx(&vr[RXQ]), 1);
+	ck_assert_uint_eq(used_len_of(&vr[RXQ], 0), 4);
+	ck_assert_int_eq(memcmp(ram.buf + BUF, "soon", 4), 0);
+}
+END_TEST
+
 START_TEST(test_console_input_spans_buffers_in_order)
 {
 	rx_post(0, 4);
@@ -565,6 +582,7 @@ static Suite *virtio_devices_suite(void)
 	tcase_add_test(t, test_console_tx_reaches_sink);
 	tcase_add_test(t, test_console_rx_fills_posted_buffers);
 	tcase_add_test(t, test_console_input_kept_until_buffers_posted);
+	tcase_add_test(t, test_console_input_waits_for_driver_ok);
 	tcase_add_test(t, test_console_input_spans_buffers_in_order);
 	tcase_add_test(t, test_console_accepted_input_is_what_arrives);
 	tcase_add_test(t, test_console_broken_tx_chain_needs_reset);

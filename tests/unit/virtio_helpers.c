@@ -218,8 +218,15 @@ static void ft_unlock(struct virtio_transport *t)
 	ft_of(t)->lock_depth--;
 }
 
+/* A driver that has set DRIVER_OK, unless the test says otherwise. */
+static bool ft_live(struct virtio_transport *t)
+{
+	return !ft_of(t)->not_live;
+}
+
 static const struct virtio_transport_ops ft_ops = {
     .queue_used = ft_queue_used,
+    .live = ft_live,
     .config_changed = ft_config_changed,
     .needs_reset = ft_needs_reset,
     .lock = ft_lock,

@@ -96,6 +96,7 @@ struct fake_transport {
 	char why[160];
 	int lock_depth;
 	unsigned locks;
+	bool not_live; /* the driver has not set DRIVER_OK (or NEEDS_RESET) */
 };
 /* Plugs the device into the recorder; negotiated features = `features`. */
 void fake_transport_attach(struct fake_transport *f, struct virtio_dev *d, uint64_t features);

@@ -1,0 +1,362 @@
+/*
+ * libFuzzer target: a hostile virtio driver against the modern virtio-pci
+ * transport with a virtio-rng (slot 3) and a virtio-console (slot 4) on
+ * PCI bus 0, behind the interrupt door over a recording sink (IRQ_MSI_SIGNAL,
+ * IRQ_INTX_LINE), over fake guest RAM. The host is faked: ioeventfd()
+ * records and succeeds; watch() records (fd, ready, arg) so "run the I/O
+ * thread" can call ready(arg) for each readable eventfd, as the main loop
+ * does. getrandom() is built as fuzz_getrandom (-Dgetrandom=...): it checks
+ * the buffer lies in RAM and fills it with a cheap, deterministic pattern;
+ * the console's char_sink does the same check and discards.
+ * Byte 0: bit 0 hides the rng's MSI-X, bit 1 the console's. Then operations,
+ * each one opcode byte; dev = (op >> 3) & 1 (0 rng, 1 console):
+ *   op & 7 = 0  BAR0 write, len 1/2/4/8 by (op >> 4) & 3, at
+ *               0x1000 * (op >> 6) + next byte (common, ISR, device, notify)
+ *            1  BAR0 read, likewise
+ *            2  config space: len 1/2/4/4 by (op >> 4) & 3, register from the
+ *               next byte r; bit 6: r selects capability r >> 5 of the list
+ *               (0 common .. 4 pci-cfg access, 5 MSI-X) + (r & 31);
+ *               bit 7: read, else write the next len bytes
+ *            3  guest RAM write: 3-byte address (mod RAM), (next & 63) + 1 bytes
+ *            4  run the I/O thread
+ *            5  virtio_console_receive of ((op >> 3) & 15) + 1 bytes
+ *            6  raw BAR access: flags byte f: dev f & 1, (f >> 1) & 3 = BAR0
+ *               write/read, BAR2 (MSI-X) write/read; len 1/2/4/8 by (f >> 3) & 3;
+ *               2-byte offset, mod the BAR size unless f & 0x80 (may straddle)
+ *            7  notify queue (op >> 4) & 7 (2-byte write); bit 7: then run
+ *               the I/O thread
+ * The run ends at the end of input or after MAX_OPS operations.
+ */
+#include "fuzz_common.h"
+
+#include "devices/pci.h"
+#include "devices/virtio_console.h"
+#include "devices/virtio_pci.h"
+#include "devices/virtio_rng.h"
+#include "irq/irq.h"
+#include "vmm/bus.h"
+#include "vmm/log.h"
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+#define RAM_SIZE   (1ULL << 20)
+#define MAX_OPS	   4096
+#define MAX_WATCH  16
+#define MAX_CAPS   8
+
+static struct fuzz_ram ram;
+static FILE *devnull;
+
+/* Host buffers handed out by the devices must lie inside guest RAM. */
+static void check_in_ram(const void *p, size_t len, const char *who)
+{
+	const uint8_t *b = p;
+	if (len == 0)
+		return;
+	if (b < ram.buf || b > ram.buf + ram.size || len > (size_t)(ram.buf + ram.size - b)) {
+		fprintf(stderr, "%s: buffer %p+%zu outside guest RAM [%p, +%llu)\n", who, p, len,
+			(void *)ram.buf, (unsigned long long)ram.size);
+		abort();
+	}
+}
+
+/* virtio_rng.c's getrandom() (renamed by the build): checked, cheap, and
+ * deterministic, so a run replays exactly. */
+ssize_t getrandom(void *buf, size_t len, unsigned flags)
+{
+	(void)flags;
+	check_in_ram(buf, len, "getrandom");
+	uint8_t *b = buf;
+	b[0] = 0xA5;
+	b[len - 1] = 0x5A;
+	return (ssize_t)len;
+}
+
+struct rec_sink {
+	unsigned lines, msis, routes, irqfds;
+	int level[64];
+};
+
+static int rec_set_line(void *ctx, uint32_t gsi, int level)
+{
+	struct rec_sink *s = ctx;
+	s->lines++;
+	if (gsi < 64)
+		s->level[gsi] = level;
+	return 0;
+}
+static int rec_signal_msi(void *ctx, uint64_t addr, uint32_t data)
+{
+	struct rec_sink *s = ctx;
+	(void)addr;
+	(void)data;
+	s->msis++;
+	return 1;
+}
+static int rec_set_routes(void *ctx, const struct irq_route *routes, unsigned n)
+{
+	struct rec_sink *s = ctx;
+	(void)routes;
+	(void)n;
+	s->routes++;
+	return 0;
+}
+static int rec_irqfd_assign(void *ctx, int fd, uint32_t gsi, int resample_fd)
+{
+	struct rec_sink *s = ctx;
+	(void)fd;
+	(void)gsi;
+	(void)resample_fd;
+	s->irqfds++;
+	return 0;
+}
+static const struct irq_sink_ops rec_ops = {
+    .set_line = rec_set_line,
+    .signal_msi = rec_signal_msi,
+    .set_routes = rec_set_routes,
+    .irqfd_assign = rec_irqfd_assign,
+};
+
+struct watch {
+	int fd;
+	void (*ready)(void *arg);
+	void *arg;
+};
+
+/* Everything per run lives here and is rebuilt from zero each time. */
+static struct {
+	struct bus pio, mmio;
+	struct log log;
+	struct rec_sink sink;
+	struct irq_router irq;
+	struct pci_bus pci;
+	struct virtio_rng rng;
+	struct virtio_console con;
+	struct virtio_pci vp[2];
+	struct watch watches[MAX_WATCH];
+	unsigned nwatch, ioeventfds;
+	uint8_t caps[2][MAX_CAPS];
+	uint64_t tx_bytes;
+} w;
+
+static const uint8_t slots[2] = {3, 4};
+
+static int fake_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool assign)
+{
+	(void)ctx;
+	(void)gpa;
+	(void)len;
+	(void)fd;
+	(void)assign;
+	w.ioeventfds++;
+	return 0;
+}
+
+static int fake_watch(void *ctx, int fd, void (*ready)(void *arg), void *arg)
+{
+	(void)ctx;
+	if (w.nwatch >= MAX_WATCH)
+		abort();
+	w.watches[w.nwatch++] = (struct watch){fd, ready, arg};
+	return 0;
+}
+
+static void discard(void *ctx, const uint8_t *buf, size_t len)
+{
+	(void)ctx;
+	check_in_ram(buf, len, "console sink");
+	w.tx_bytes += len;
+}
+
+/* The main loop: every watched eventfd that is readable gets ready(arg). */
+static void run_io_thread(void)
+{
+	for (unsigned i = 0; i < w.nwatch; i++) {
+		struct pollfd p = {.fd = w.watches[i].fd, .events = POLLIN};
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+			w.watches[i].ready(w.watches[i].arg);
+	}
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fuzz_ram_init(&ram, RAM_SIZE);
+	devnull = fopen("/dev/null", "w");
+	if (!devnull)
+		abort();
+	return 0;
+}
+
+struct in {
+	const uint8_t *p;
+	size_t left;
+};
+static uint64_t take(struct in *in, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n && in->left; i++, in->p++, in->left--)
+		v |= (uint64_t)*in->p << (8 * i);
+	return v;
+}
+
+static uint64_t bar_addr(struct virtio_pci *vp, int bar)
+{
+	uint32_t v = pci_cfg_get32(&vp->pci, PCI_BAR0 + 4 * (unsigned)bar);
+	return v & ~0xFULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	struct in in = {data, size};
+	uint8_t mode = (uint8_t)take(&in, 1);
+
+	fuzz_ram_reset(&ram);
+	memset(&w, 0, sizeof(w));
+	log_init(&w.log, LOG_DEBUG, devnull);
+	bus_init(&w.pio, "pio", &w.log);
+	bus_init(&w.mmio, "mmio", &w.log);
+	irq_router_init(&w.irq, &rec_ops, &w.sink);
+	w.irq.msi_mode = IRQ_MSI_SIGNAL;
+	w.irq.intx_mode = IRQ_INTX_LINE;
+	w.irq.log = devnull;
+	if (pci_bus_init(&w.pci, &w.pio, &w.mmio, &ram.m, &w.irq, &w.log))
+		abort();
+	struct virtio_host host = {
+	    .ioeventfd = fake_ioeventfd, .watch = fake_watch, .ctx = NULL, .log = &w.log};
+	if (virtio_rng_init(&w.rng) ||
+	    virtio_console_init(&w.con, (struct char_sink){.write = discard}))
+		abort();
+	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host,
+			    mode & 1) ||
+	    virtio_pci_init(&w.vp[1], &w.con.vdev, "virtio-console", &w.irq, &ram.m, &host,
+			    mode & 2))
+		abort();
+	for (int i = 0; i < 2; i++)
+		if (pci_bus_add_device(&w.pci, &w.vp[i].pci, slots[i], 1))
+			abort();
+	if (irq_router_start(&w.irq) < 0 || pci_bus_assign_resources(&w.pci))
+		abort();
+	for (int i = 0; i < 2; i++) {
+		const struct pci_device *d = &w.vp[i].pci;
+		uint8_t c = d->cfg[PCI_CAP_PTR];
+		for (unsigned k = 0; k < MAX_CAPS && c; k++, c = d->cfg[c + 1])
+			w.caps[i][k] = c;
+	}
+
+	for (unsigned n = 0; n < MAX_OPS && in.left; n++) {
+		uint8_t op = (uint8_t)take(&in, 1);
+		static const unsigned mlens[4] = {1, 2, 4, 8};
+		unsigned dev = (op >> 3) & 1;
+		struct virtio_pci *vp = &w.vp[dev];
+		uint8_t buf[8];
+		switch (op & 7) {
+		case 0:
+		case 1: {
+			unsigned len = mlens[(op >> 4) & 3];
+			uint64_t addr = bar_addr(vp, 0) + 0x1000ULL * (op >> 6) + take(&in, 1);
+			if ((op & 7) == 0) {
+				uint64_t v = take(&in, len);
+				memcpy(buf, &v, 8);
+				bus_write(&w.mmio, addr, buf, len);
+			} else {
+				bus_read(&w.mmio, addr, buf, len);
+			}
+			break;
+		}
+		case 2: {
+			static const unsigned clens[4] = {1, 2, 4, 4};
+			unsigned len = clens[(op >> 4) & 3];
+			uint8_t r = (uint8_t)take(&in, 1);
+			unsigned reg = r;
+			if (op & 0x40)
+				reg = w.caps[dev][r >> 5] + (r & 31u);
+			uint8_t devfn = (uint8_t)(slots[dev] << 3);
+			if (op & 0x80) {
+				(void)pci_config_read(&w.pci, 0, devfn, reg, len);
+			} else {
+				uint32_t v = (uint32_t)take(&in, len);
+				pci_config_write(&w.pci, 0, devfn, reg, len, v);
+			}
+			break;
+		}
+		case 3: {
+			uint64_t a = take(&in, 3) % RAM_SIZE;
+			size_t len = (take(&in, 1) & 63) + 1;
+			if (len > in.left)
+				len = in.left;
+			if (len > RAM_SIZE - a)
+				len = RAM_SIZE - a;
+			memcpy(ram.buf + a, in.p, len);
+			in.p += len;
+			in.left -= len;
+			break;
+		}
+		case 4: run_io_thread(); break;
+		case 5: {
+			size_t len = ((op >> 3) & 15u) + 1;
+			if (len > in.left)
+				len = in.left;
+			virtio_console_receive(&w.con, in.p, len);
+			in.p += len;
+			in.left -= len;
+			break;
+		}
+		case 6: {
+			uint8_t f = (uint8_t)take(&in, 1);
+			vp = &w.vp[f & 1];
+			unsigned kind = (f >> 1) & 3, len = mlens[(f >> 3) & 3];
+			int bar = kind < 2 ? 0 : VIRTIO_PCI_MSIX_BAR;
+			uint64_t bsize = vp->pci.bars[bar].size, off = take(&in, 2);
+			if (!(f & 0x80))
+				off %= bsize ? bsize : 1;
+			uint64_t addr = bar_addr(vp, bar) + off;
+			if (!(kind & 1)) {
+				uint64_t v = take(&in, len);
+				memcpy(buf, &v, 8);
+				bus_write(&w.mmio, addr, buf, len);
+			} else {
+				bus_read(&w.mmio, addr, buf, len);
+			}
+			break;
+		}
+		case 7: {
+			uint16_t v = (uint16_t)((op >> 4) & 7);
+			bus_write(&w.mmio,
+				  bar_addr(vp, 0) + VIRTIO_PCI_NOTIFY_OFF +
+				      VIRTIO_PCI_NOTIFY_MULT * (uint64_t)((op >> 4) & 7),
+				  &v, 2);
+			if (op & 0x80)
+				run_io_thread();
+			break;
+		}
+		}
+	}
+
+	if (getenv("FUZZ_VIRTIO_TRACE")) /* check a seed reaches the devices */
+		fprintf(stderr,
+			"status %#x/%#x notifies %lu/%lu irqs %lu/%lu broken %lu/%lu rng %lu "
+			"tx %lu rx %lu msis %u lines %u ioeventfds %u caps %#x..%#x\n",
+			w.vp[0].status, w.vp[1].status, (unsigned long)w.vp[0].notifies,
+			(unsigned long)w.vp[1].notifies, (unsigned long)w.vp[0].interrupts,
+			(unsigned long)w.vp[1].interrupts, (unsigned long)w.vp[0].broken,
+			(unsigned long)w.vp[1].broken, (unsigned long)w.rng.bytes,
+			(unsigned long)w.con.tx_bytes, (unsigned long)w.con.rx_bytes, w.sink.msis,
+			w.sink.lines, w.ioeventfds, w.caps[0][0], w.caps[0][5]);
+	for (int i = 0; i < 2; i++)
+		virtio_pci_destroy(&w.vp[i]);
+	virtio_rng_destroy(&w.rng);
+	virtio_console_destroy(&w.con);
+	irq_router_destroy(&w.irq);
+	bus_destroy(&w.pio);
+	bus_destroy(&w.mmio);
+	return 0;
+}
