@@ -44,10 +44,10 @@
 #include <string.h>
 #include <sys/types.h>
 
-#define RAM_SIZE   (1ULL << 20)
-#define MAX_OPS	   4096
-#define MAX_WATCH  16
-#define MAX_CAPS   8
+#define RAM_SIZE  (1ULL << 20)
+#define MAX_OPS	  4096
+#define MAX_WATCH 16
+#define MAX_CAPS  8
 
 static struct fuzz_ram ram;
 static FILE *devnull;
@@ -235,8 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (virtio_rng_init(&w.rng) ||
 	    virtio_console_init(&w.con, (struct char_sink){.write = discard}))
 		abort();
-	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host,
-			    mode & 1) ||
+	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host, mode & 1) ||
 	    virtio_pci_init(&w.vp[1], &w.con.vdev, "virtio-console", &w.irq, &ram.m, &host,
 			    mode & 2))
 		abort();
