@@ -41,4 +41,18 @@ static inline void fuzz_ram_reset(struct fuzz_ram *r)
 	guest_mem_init_with(&r->m, r->buf, r->size);
 }
 
+/* The fuzz input read as a stream of little-endian fields; past its end
+ * every field reads 0. */
+struct in {
+	const uint8_t *p;
+	size_t left;
+};
+static inline uint64_t take(struct in *in, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n && in->left; i++, in->p++, in->left--)
+		v |= (uint64_t)*in->p << (8 * i);
+	return v;
+}
+
 #endif

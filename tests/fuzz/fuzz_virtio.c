@@ -150,18 +150,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-struct in {
-	const uint8_t *p;
-	size_t left;
-};
-static uint64_t take(struct in *in, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n && in->left; i++, in->p++, in->left--)
-		v |= (uint64_t)*in->p << (8 * i);
-	return v;
-}
-
 static uint64_t bar_addr(struct virtio_pci *vp, int bar)
 {
 	uint32_t v = pci_cfg_get32(&vp->pci, PCI_BAR0 + 4 * (unsigned)bar);
