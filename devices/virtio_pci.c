@@ -445,7 +445,6 @@ static void vp_bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool map
 				 "will exit to the VMM)",
 				 d->name, i, (unsigned long long)gpa, strerror(-ret));
 	}
-	vp->notify_bar_addr = mapped ? addr : 0;
 }
 
 static void vp_intx_resample(struct pci_device *d)

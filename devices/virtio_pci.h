@@ -66,8 +66,7 @@ struct virtio_pci {
 	uint8_t status, config_generation;
 	uint8_t isr;
 	struct virtio_pci_queue queues[VIRTIO_MAX_QUEUES];
-	uint8_t cfg_cap;	  /* config offset of the PCI-configuration-access cap */
-	uint64_t notify_bar_addr; /* where the notify ioeventfds are, 0 = none */
+	uint8_t cfg_cap; /* config offset of the PCI-configuration-access cap */
 	bool late_setup_logged;
 	unsigned reset_warnings; /* guest-triggered warnings so far (rate limit) */
 	atomic_uint_fast64_t notifies, interrupts, broken;
