@@ -1,6 +1,6 @@
 #include "boot_timer.h"
 
-#include "irq/irq.h"
+#include "vmm/base/clock.h"
 
 #include <string.h>
 
@@ -14,7 +14,7 @@ void boot_timer_init(struct boot_timer *t, uint64_t start_ns, FILE *report)
 
 static void boot_timer_mark(struct boot_timer *t, uint8_t code, int mmio)
 {
-	uint64_t ns = irq_now_ns() - t->start_ns;
+	uint64_t ns = clock_now_ns() - t->start_ns;
 	pthread_mutex_lock(&t->lock);
 	if (t->nmarks < BOOT_TIMER_MAX_MARKS)
 		t->marks[t->nmarks++] = (struct boot_mark){ns, code, (uint8_t)mmio};

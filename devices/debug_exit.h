@@ -5,7 +5,7 @@
 #ifndef DEVICES_DEBUG_EXIT_H
 #define DEVICES_DEBUG_EXIT_H
 
-#include "vmm/machine_ctl.h"
+#include "vmm/base/machine_ctl.h"
 
 #define DEBUG_EXIT_PORT 0xF4
 #define DEBUG_EXIT_SIZE 4

@@ -1,6 +1,6 @@
 #include "i8042.h"
 
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <string.h>
 

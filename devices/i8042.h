@@ -12,7 +12,7 @@
 #ifndef DEVICES_I8042_H
 #define DEVICES_I8042_H
 
-#include "vmm/machine_ctl.h"
+#include "vmm/base/machine_ctl.h"
 
 #define I8042_DATA_PORT	  0x60
 #define I8042_STATUS_PORT 0x64

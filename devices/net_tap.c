@@ -1,6 +1,6 @@
 #include "net_tap.h"
 
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,8 @@
 #include "pci.h"
 
 #include "irq/irq.h"
-#include "vmm/guest_mem.h"
-#include "vmm/layout.h"
-#include "vmm/log.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <string.h>
@@ -385,28 +384,27 @@ static void conf1_data_write(void *opaque, uint64_t offset, const void *data, un
 		pci_config_write(b, bus, devfn, reg, len, v);
 }
 
-int pci_bus_init(struct pci_bus *b, struct bus *pio, struct bus *mmio, const struct guest_mem *mem,
-		 struct irq_router *irq, struct log *log)
+int pci_bus_init(struct pci_bus *b, const struct pci_bus_env *env)
 {
 	memset(b, 0, sizeof(*b));
 	pthread_mutex_init(&b->conf1_lock, NULL);
-	b->pio = pio;
-	b->mmio = mmio;
-	b->mem = mem;
-	b->irq = irq;
-	b->log = log;
-	b->mmio_next = LAYOUT_PCI_MMIO_START;
-	b->mmio_end = LAYOUT_PCI_MMIO_END;
-	b->io_next = LAYOUT_PCI_IO_START;
-	b->io_end = LAYOUT_PCI_IO_END;
+	b->pio = env->pio;
+	b->mmio = env->mmio;
+	b->mem = env->mem;
+	b->irq = env->irq;
+	b->log = env->log;
+	b->mmio_next = env->window.mmio_start;
+	b->mmio_end = env->window.mmio_end;
+	b->io_next = env->window.io_start;
+	b->io_end = env->window.io_end;
 	/* Host bridge: Linux's conf1 sanity check looks for class 0x0600. */
 	pci_device_init(&b->host_bridge, "host-bridge", 0x8086, 0x29C0, 0x060000, 0);
 	int ret = pci_bus_add_device(b, &b->host_bridge, 0, 0);
 	if (!ret)
-		ret = bus_register(pio, PCI_CONF1_ADDR, 4, "pci-conf1-addr", conf1_addr_read,
+		ret = bus_register(b->pio, PCI_CONF1_ADDR, 4, "pci-conf1-addr", conf1_addr_read,
 				   conf1_addr_write, b);
 	if (!ret)
-		ret = bus_register(pio, PCI_CONF1_DATA, 4, "pci-conf1-data", conf1_data_read,
+		ret = bus_register(b->pio, PCI_CONF1_DATA, 4, "pci-conf1-data", conf1_data_read,
 				   conf1_data_write, b);
 	return ret;
 }

@@ -14,7 +14,7 @@
 #ifndef DEVICES_PCI_H
 #define DEVICES_PCI_H
 
-#include "vmm/bus.h"
+#include "vmm/base/bus.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -112,9 +112,24 @@ struct pci_bus {
 	uint64_t io_next, io_end;
 };
 
-/* Registers conf1 on `pio` and puts the host bridge at 00:00.0. */
-int pci_bus_init(struct pci_bus *b, struct bus *pio, struct bus *mmio, const struct guest_mem *mem,
-		 struct irq_router *irq, struct log *log);
+/* Where firmware places BARs: the machine's policy (vmm/layout.h), given
+ * to the bus so devices/ knows no machine layout. Ends are exclusive. */
+struct pci_window {
+	uint64_t mmio_start, mmio_end;
+	uint64_t io_start, io_end;
+};
+
+/* What the bus works with; all of it outlives the bus. */
+struct pci_bus_env {
+	struct bus *pio, *mmio;
+	const struct guest_mem *mem;
+	struct irq_router *irq;
+	struct log *log;
+	struct pci_window window;
+};
+
+/* Registers conf1 on env->pio and puts the host bridge at 00:00.0. */
+int pci_bus_init(struct pci_bus *b, const struct pci_bus_env *env);
 void pci_device_init(struct pci_device *d, const char *name, uint16_t vendor, uint16_t device,
 		     uint32_t class_code, uint8_t revision);
 void pci_device_set_subsystem(struct pci_device *d, uint16_t vendor, uint16_t id);

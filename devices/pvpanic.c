@@ -1,6 +1,6 @@
 #include "pvpanic.h"
 
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
 #ifndef DEVICES_PVPANIC_H
 #define DEVICES_PVPANIC_H
 
-#include "vmm/machine_ctl.h"
+#include "vmm/base/machine_ctl.h"
 
 #define PVPANIC_PORT	     0x505
 #define PVPANIC_PANICKED     0x01

@@ -7,7 +7,7 @@
 #ifndef DEVICES_UART8250_H
 #define DEVICES_UART8250_H
 
-#include "vmm/machine_ctl.h"
+#include "vmm/base/machine_ctl.h"
 
 #include <pthread.h>
 #include <stdbool.h>

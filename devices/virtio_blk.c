@@ -1,6 +1,6 @@
 #include "virtio_blk.h"
 
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,35 +35,7 @@ static void blk_config_read(struct virtio_dev *d, unsigned off, void *data, unsi
 	memcpy(data, (uint8_t *)&cfg + off, len);
 }
 
-/* Copies the iovecs covering [skip, skip+len) of src into dst. */
-static unsigned iov_slice(const struct iovec *src, unsigned n, uint64_t skip, uint64_t len,
-			  struct iovec *dst, unsigned max)
-{
-	unsigned out = 0;
-	for (unsigned i = 0; i < n && len && out < max; i++) {
-		if (skip >= src[i].iov_len) {
-			skip -= src[i].iov_len;
-			continue;
-		}
-		uint64_t chunk = src[i].iov_len - skip;
-		if (chunk > len)
-			chunk = len;
-		dst[out++] = (struct iovec){(uint8_t *)src[i].iov_base + skip, chunk};
-		len -= chunk;
-		skip = 0;
-	}
-	return out;
-}
-
 #define DIRECT_ALIGN 4096u /* safe for any logical block size up to 4 KiB */
-
-static bool iov_aligned(const struct iovec *iov, unsigned n, uintptr_t a)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (((uintptr_t)iov[i].iov_base | iov[i].iov_len) & (a - 1))
-			return false;
-	return true;
-}
 
 static void blk_finish(struct virtio_blk *b, struct virtio_blk_req *r, uint8_t status)
 {

@@ -7,7 +7,7 @@
 #define DEVICES_VIRTIO_CONSOLE_H
 
 #include "virtio.h"
-#include "vmm/machine_ctl.h"
+#include "vmm/base/machine_ctl.h"
 
 #include <stdatomic.h>
 #include <stddef.h>

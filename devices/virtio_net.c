@@ -1,7 +1,7 @@
 #include "virtio_net.h"
 
 #include "net_tap.h"
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <linux/virtio_net.h>

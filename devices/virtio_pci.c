@@ -1,6 +1,6 @@
 #include "virtio_pci.h"
 
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -20,7 +20,7 @@ static void rng_notify(struct virtio_dev *d, unsigned qi)
 			size_t off = 0;
 			while (off < v->iov_len) {
 				ssize_t n =
-				    getrandom((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
+				    r->source((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
 				if (n < 0 && errno == EINTR)
 					continue;
 				if (n <= 0)
@@ -52,9 +52,10 @@ static const struct virtio_dev_ops rng_ops = {
     .queue_notify = rng_notify,
 };
 
-int virtio_rng_init(struct virtio_rng *r)
+int virtio_rng_init(struct virtio_rng *r, virtio_rng_source source)
 {
 	memset(r, 0, sizeof(*r));
+	r->source = source ? source : getrandom;
 	r->vdev.ops = &rng_ops;
 	r->vdev.priv = r;
 	r->elem = malloc(sizeof(*r->elem));

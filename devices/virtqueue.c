@@ -1,6 +1,6 @@
 #include "virtqueue.h"
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 #include <linux/virtio_ring.h>
 #include <stdatomic.h>
@@ -213,39 +213,4 @@ const char *virtq_error_name(int err)
 	case VIRTQ_ERR_RING: return "ring not configured or outside guest RAM";
 	default: return "no error";
 	}
-}
-
-/* Copies between iovecs (from byte `skip` on) and a flat buffer. */
-static uint64_t iov_copy(const struct iovec *iov, unsigned n, uint64_t skip, void *buf,
-			 uint64_t len, bool to_iov)
-{
-	uint64_t done = 0;
-	for (unsigned i = 0; i < n && done < len; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		uint64_t chunk = iov[i].iov_len - skip;
-		if (chunk > len - done)
-			chunk = len - done;
-		uint8_t *place = (uint8_t *)iov[i].iov_base + skip, *flat = (uint8_t *)buf + done;
-		if (to_iov)
-			memcpy(place, flat, chunk);
-		else
-			memcpy(flat, place, chunk);
-		done += chunk;
-		skip = 0;
-	}
-	return done;
-}
-
-uint64_t iov_to_buf(const struct iovec *iov, unsigned n, uint64_t skip, void *buf, uint64_t len)
-{
-	return iov_copy(iov, n, skip, buf, len, false);
-}
-
-uint64_t buf_to_iov(const struct iovec *iov, unsigned n, uint64_t skip, const void *buf,
-		    uint64_t len)
-{
-	return iov_copy(iov, n, skip, (void *)buf, len, true);
 }

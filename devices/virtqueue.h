@@ -11,6 +11,8 @@
 #ifndef DEVICES_VIRTQUEUE_H
 #define DEVICES_VIRTQUEUE_H
 
+#include "vmm/base/iov.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -68,10 +70,5 @@ int virtq_push(struct virtq *q, uint16_t head, uint32_t len);
  * one (used-event index, or the NO_INTERRUPT flag without EVENT_IDX). */
 bool virtq_should_notify(struct virtq *q);
 const char *virtq_error_name(int err);
-
-/* Copies between an iovec list and a flat buffer; returns bytes copied. */
-uint64_t iov_to_buf(const struct iovec *iov, unsigned n, uint64_t skip, void *buf, uint64_t len);
-uint64_t buf_to_iov(const struct iovec *iov, unsigned n, uint64_t skip, const void *buf,
-		    uint64_t len);
 
 #endif

@@ -9,6 +9,8 @@
  */
 #include "irq.h"
 
+#include "vmm/base/clock.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +75,7 @@ static void intx_pin_drive(struct irq_router *r, struct irq_intx_pin *p, int was
 	 * line at EOI and the resample finds it low. */
 	if (now) {
 		atomic_fetch_add(&p->stats.asserts, 1);
-		atomic_store(&p->stats.last_ns, irq_now_ns());
+		atomic_store(&p->stats.last_ns, clock_now_ns());
 	} else {
 		atomic_fetch_add(&p->stats.deasserts, 1);
 	}
@@ -112,7 +114,7 @@ void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index)
 		uint64_t one = 1;
 		if (write(p->irqfd, &one, sizeof(one)) == sizeof(one)) {
 			atomic_fetch_add(&p->stats.refires, 1);
-			atomic_store(&p->stats.last_ns, irq_now_ns());
+			atomic_store(&p->stats.last_ns, clock_now_ns());
 		} else {
 			atomic_fetch_add(&p->stats.errors, 1);
 		}

@@ -68,6 +68,7 @@ struct irq_counters {
 };
 
 struct irq_router;
+struct log;
 
 /* One ISA line (GSI 0-15), driven by one device. */
 struct irq_line {
@@ -133,7 +134,7 @@ struct irq_router {
 	unsigned nvectors, cap;
 	uint32_t next_gsi;
 	atomic_uint_fast64_t route_table_updates; /* KVM_SET_GSI_ROUTING calls */
-	FILE *log; /* where the door reports a refusal once; may be NULL */
+	struct log *log; /* where the door reports a refusal once; may be NULL */
 };
 
 void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx);
@@ -173,7 +174,5 @@ unsigned irq_routes_build(struct irq_router *r, struct irq_route *out);
 
 /* --stats: every line, pin and vector that saw traffic. */
 void irq_print_stats(struct irq_router *r, FILE *out);
-
-uint64_t irq_now_ns(void);
 
 #endif

@@ -1,16 +1,10 @@
 /* ISA line door (GSI 0-15): one owner per line, level changes forwarded. */
 #include "irq.h"
 
+#include "vmm/base/clock.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-uint64_t irq_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx)
 {
@@ -54,7 +48,7 @@ void irq_line_set(struct irq_line *l, int level)
 		l->level = level;
 		if (level) {
 			atomic_fetch_add(&l->stats.asserts, 1);
-			atomic_store(&l->stats.last_ns, irq_now_ns());
+			atomic_store(&l->stats.last_ns, clock_now_ns());
 		} else {
 			atomic_fetch_add(&l->stats.deasserts, 1);
 		}

@@ -12,6 +12,9 @@
  */
 #include "irq.h"
 
+#include "vmm/base/clock.h"
+#include "vmm/base/log.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +169,7 @@ static void msi_deliver(struct irq_msi_vector *v)
 		}
 	}
 	atomic_fetch_add(&v->stats.asserts, 1);
-	atomic_store(&v->stats.last_ns, irq_now_ns());
+	atomic_store(&v->stats.last_ns, clock_now_ns());
 }
 
 void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data, bool masked)
@@ -180,11 +183,11 @@ void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data
 		int ret = msi_install(v);
 		if (ret < 0) {
 			atomic_fetch_add(&v->stats.errors, 1);
-			if (r->log && !v->route_refused)
-				fprintf(r->log,
-					"vmm: warning: %s: cannot install MSI route (%s); "
-					"using KVM_SIGNAL_MSI for it\n",
-					v->name, strerror(-ret));
+			if (!v->route_refused)
+				log_warn(r->log,
+					 "%s: cannot install MSI route (%s); using KVM_SIGNAL_MSI "
+					 "for it",
+					 v->name, strerror(-ret));
 			v->route_refused = true;
 		}
 	}

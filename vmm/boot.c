@@ -1,9 +1,9 @@
 #include "boot.h"
 
 #include "elf_load.h"
-#include "err.h"
-#include "guest_mem.h"
 #include "layout.h"
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 
 #include <asm/bootparam.h>
 #include <stddef.h>

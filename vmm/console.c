@@ -1,6 +1,6 @@
 #include "console.h"
 
-#include "err.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <fcntl.h>

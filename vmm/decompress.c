@@ -1,6 +1,6 @@
 #include "decompress.h"
 
-#include "err.h"
+#include "vmm/base/err.h"
 
 #include <lz4.h>
 #include <lzma.h>

@@ -1,8 +1,8 @@
 #include "elf_load.h"
 
-#include "err.h"
-#include "guest_mem.h"
 #include "layout.h"
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 
 #include <elf.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 #include "fdt.h"
 
-#include "err.h"
-#include "guest_mem.h"
 #include "layout.h"
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 
 #include "devices/pci.h"
 #include "devices/uart8250.h"

@@ -1,7 +1,7 @@
 #include "kvm.h"
 
-#include "err.h"
-#include "guest_mem.h"
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,10 @@
 /* ./vmm: parse the command line, build the machine, run it, exit with the
  * code the README's table gives. */
-#include "err.h"
 #include "options.h"
 #include "vcpu.h"
 #include "vm.h"
+#include "vmm/base/clock.h"
+#include "vmm/base/err.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -41,9 +42,7 @@ static void vmm_setup_signals(void)
 
 int main(int argc, char **argv)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t start_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	uint64_t start_ns = clock_now_ns();
 	struct vm_options opts;
 	struct err e = {0};
 	int code;

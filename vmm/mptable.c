@@ -1,8 +1,8 @@
 #include "mptable.h"
 
-#include "err.h"
-#include "guest_mem.h"
 #include "layout.h"
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 #include "options.h"
 
-#include "err.h"
+#include "vmm/base/err.h"
 
 #include "irq/irq.h"
 

@@ -1,11 +1,11 @@
 #include "vcpu.h"
 
 #include "boot.h"
-#include "err.h"
 #include "layout.h"
 #include "vcpu_diag.h"
 #include "vcpu_fallback.h"
 #include "vm.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

@@ -1,9 +1,9 @@
 #include "vcpu_diag.h"
 
-#include "guest_mem.h"
 #include "kvm.h"
 #include "vcpu.h"
 #include "vm.h"
+#include "vmm/base/guest_mem.h"
 
 #include <linux/kvm.h>
 #include <stdbool.h>

@@ -1,12 +1,13 @@
 #include "vm.h"
 
-#include "err.h"
 #include "fdt.h"
-#include "file.h"
 #include "layout.h"
 #include "mptable.h"
 #include "rss.h"
 #include "vcpu_diag.h"
+#include "vmm/base/clock.h"
+#include "vmm/base/err.h"
+#include "vmm/base/file.h"
 
 #include <asm/bootparam.h>
 #include <errno.h>
@@ -66,7 +67,7 @@ void vm_note_first_run(struct vm *vm)
 {
 	uint_fast64_t zero = 0;
 	if (atomic_load(&vm->first_run_ns) == 0)
-		atomic_compare_exchange_strong(&vm->first_run_ns, &zero, irq_now_ns());
+		atomic_compare_exchange_strong(&vm->first_run_ns, &zero, clock_now_ns());
 }
 
 static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn rd,
@@ -363,7 +364,7 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		return -1;
 	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
 	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink);
-	vm->irq.log = stderr;
+	vm->irq.log = &vm->log;
 	vm->irq.msi_mode = (enum irq_msi_delivery)o->msi_delivery;
 	if (o->intx_delivery == IRQ_INTX_RESAMPLE && !vm->kvm.has_irqfd_resample)
 		return err_set(

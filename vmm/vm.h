@@ -8,14 +8,14 @@
 #define VMM_VM_H
 
 #include "boot.h"
-#include "bus.h"
 #include "console.h"
-#include "guest_mem.h"
 #include "kvm.h"
-#include "log.h"
-#include "machine_ctl.h"
 #include "options.h"
 #include "vcpu.h"
+#include "vmm/base/bus.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/base/log.h"
+#include "vmm/base/machine_ctl.h"
 
 #include "devices/boot_timer.h"
 #include "devices/debug_exit.h"

@@ -1,8 +1,9 @@
 /* The machine's PCI devices: the bus, test devices and virtio devices, in
  * command-line order, and the host services virtio needs (ioeventfds,
  * main-loop watches). */
-#include "err.h"
+#include "layout.h"
 #include "vm.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <linux/kvm.h>
@@ -70,7 +71,14 @@ static int vm_add_virtio(struct vm *vm, struct virtio_dev *dev, const char *name
 int vm_create_pci(struct vm *vm, struct err *e)
 {
 	const struct vm_options *o = vm->opts;
-	int ret = pci_bus_init(&vm->pci, &vm->pio, &vm->mmio, &vm->mem, &vm->irq, &vm->log);
+	const struct pci_bus_env env = {
+	    &vm->pio,
+	    &vm->mmio,
+	    &vm->mem,
+	    &vm->irq,
+	    &vm->log,
+	    {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END, LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END}};
+	int ret = pci_bus_init(&vm->pci, &env);
 	if (ret)
 		return err_set(e, EXIT_HOST, "cannot set up the PCI bus: %s", strerror(-ret));
 	uint8_t next_slot = 1;
@@ -132,7 +140,7 @@ int vm_create_pci(struct vm *vm, struct err *e)
 				return -1;
 		} else {
 			struct virtio_rng *r = calloc(1, sizeof(*r));
-			if (!r || virtio_rng_init(r))
+			if (!r || virtio_rng_init(r, NULL))
 				return err_set(e, EXIT_HOST, "out of memory");
 			vm->rngs[vm->nrngs++] = r;
 			snprintf(name, sizeof(name), "virtio-rng%u", vm->nrngs - 1);

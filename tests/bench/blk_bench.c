@@ -25,8 +25,9 @@
 #include "devices/virtio.h"
 #include "devices/virtio_blk.h"
 #include "devices/virtqueue.h"
-#include "vmm/err.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/clock.h"
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -149,13 +150,6 @@ static const struct virtio_transport_ops ft_ops = {
 
 /* ---- helpers ---- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* splitmix64: small, fixed seed, same sequence every run. */
 static uint64_t rng_state = SEED;
 static uint64_t rng_next(void)
@@ -271,7 +265,7 @@ static void slot_post(struct bench *b, unsigned s)
 	memcpy(gpa(b, GPA_HDR + 16ULL * s), &h, sizeof(h));
 	*(volatile uint8_t *)gpa(b, GPA_STATUS + s) = 0xff; /* not a valid status */
 	sl->busy = true;
-	sl->posted_ns = now_ns();
+	sl->posted_ns = clock_now_ns();
 	b->avail->ring[b->avail_idx % QSIZE] = (uint16_t)(s * DESCS_PER);
 	atomic_thread_fence(memory_order_release); /* ring entry before index (2.7.13) */
 	b->avail_idx++;
@@ -301,7 +295,7 @@ static int reap_used(struct bench *b, struct lat_vec *lat, unsigned *freed)
 		return fail("used idx %u is %u ahead of the %u we read, with only %u in flight",
 			    used_idx, (uint16_t)(used_idx - b->last_used), b->last_used,
 			    b->inflight);
-	uint64_t t = used_idx != b->last_used ? now_ns() : 0;
+	uint64_t t = used_idx != b->last_used ? clock_now_ns() : 0;
 	while (b->last_used != used_idx) {
 		struct vq_used_elem e = b->used->ring[b->last_used % QSIZE];
 		b->last_used++;
@@ -442,7 +436,7 @@ int main(int argc, char **argv)
 	for (unsigned s = 0; s < QD; s++)
 		slot_build(b, s);
 
-	uint64_t start = now_ns();
+	uint64_t start = clock_now_ns();
 	uint64_t deadline = start + (uint64_t)(seconds * 1e9);
 	for (unsigned s = 0; s < QD; s++)
 		slot_post(b, s);
@@ -452,7 +446,7 @@ int main(int argc, char **argv)
 	}
 	/* Steady state: every reaped slot is re-posted at once, one kick per
 	 * batch (as blk-mq's commit_rqs), so QD stay in flight. */
-	while (now_ns() < deadline) {
+	while (clock_now_ns() < deadline) {
 		int n = wait_and_reap(b, &lat, freed);
 		if (n < 0) {
 			rc = 1;
@@ -472,7 +466,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	uint64_t elapsed = now_ns() - start;
+	uint64_t elapsed = clock_now_ns() - start;
 
 	if (b->blk.inflight != 0) {
 		fail("all %llu requests reaped but the device still counts %u in flight",

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Builds the libFuzzer targets with clang (ASan + UBSan) from the project's
-# sources and, unless --build-only, runs one for a bounded time.
+# Builds the libFuzzer targets with clang (ASan + UBSan) in a second build
+# of the project and, unless --build-only, runs one for a bounded time.
 #   build_and_run.sh SRCDIR OUTDIR [--build-only | TARGET SECONDS [libFuzzer args...]]
 # Exits 77 (meson: skipped) when clang or the fuzzer runtime is missing.
 set -eu
@@ -26,26 +26,20 @@ if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;ret
 fi
 rm -f "$out/.probe"
 
-CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
- -fno-sanitize-recover=undefined -I$src -D_GNU_SOURCE -pthread"
-LIBS="-lz -llz4 -llzma -lzstd -pthread"
-LOADER="vmm/boot.c vmm/decompress.c vmm/elf_load.c vmm/guest_mem.c vmm/err.c vmm/mptable.c"
-VIRTQ="devices/virtqueue.c vmm/guest_mem.c vmm/err.c"
-PCI="devices/pci_testdev.c devices/msix.c devices/pci.c irq/intx.c irq/isa_line.c irq/msi.c
- irq/stats.c vmm/bus.c vmm/log.c vmm/guest_mem.c vmm/err.c"
-VIRTIO="devices/virtio_pci.c devices/virtqueue.c devices/virtio_rng.c devices/virtio_console.c
- devices/msix.c devices/pci.c irq/intx.c irq/isa_line.c irq/msi.c irq/stats.c vmm/bus.c vmm/log.c
- vmm/guest_mem.c vmm/err.c"
-
-build() { # name extra-flags sources...
-	name=$1; extra=$2; shift 2
-	files=""
-	for f in "$@"; do files="$files $src/$f"; done
-	newest=$(ls -t "$src/tests/fuzz/"*.c "$src/tests/fuzz/"*.h $files 2>/dev/null | head -1)
-	if [ -x "$out/$name" ] && [ "$out/$name" -nt "$newest" ]; then return 0; fi
-	# shellcheck disable=SC2086
-	$CC $CFLAGS $extra -o "$out/$name" $files $LIBS
-}
+# The fuzz build: this project configured again with clang and
+# -Dfuzzing=true, so the targets link the same libraries as ./vmm.
+fbuild="$out/clang-build"
+if [ ! -f "$fbuild/build.ninja" ]; then
+	rm -rf "$fbuild"
+	CC=$CC meson setup "$fbuild" "$src" -Dfuzzing=true -Dbuildtype=debugoptimized \
+		-Db_sanitize=address,undefined -Db_lundef=false -Dwerror=false \
+		-Dc_args="-fno-omit-frame-pointer -fno-sanitize-recover=undefined" >"$out/clang-setup.log" 2>&1 ||
+		{ tail -n 20 "$out/clang-setup.log" >&2; exit 1; }
+fi
+ninja -C "$fbuild" >"$out/clang-build.log" 2>&1 || { tail -n 30 "$out/clang-build.log" >&2; exit 1; }
+for t in fuzz_boot fuzz_boot_bzhdr fuzz_virtq fuzz_pci fuzz_virtio; do
+	ln -sf "$fbuild/tests/fuzz/$t" "$out/$t"
+done
 
 seeds() { # the seed corpora, made once
 	[ -f "$out/seeds.stamp" ] && [ -d "$out/seeds/virtio" ] && return 0
@@ -59,11 +53,6 @@ seeds() { # the seed corpora, made once
 	touch "$out/seeds.stamp"
 }
 
-build fuzz_boot "" tests/fuzz/fuzz_boot.c $LOADER
-build fuzz_boot_bzhdr "-DFUZZ_BZHDR" tests/fuzz/fuzz_boot.c $LOADER
-build fuzz_virtq "" tests/fuzz/fuzz_virtq.c $VIRTQ
-build fuzz_pci "" tests/fuzz/fuzz_pci.c $PCI
-build fuzz_virtio "-Dgetrandom=fuzz_getrandom" tests/fuzz/fuzz_virtio.c $VIRTIO
 seeds
 
 [ "${1:-}" = "--build-only" ] && exit 0

@@ -11,8 +11,8 @@
  */
 #include "fuzz_common.h"
 
+#include "vmm/base/err.h"
 #include "vmm/boot.h"
-#include "vmm/err.h"
 
 #include <stddef.h>
 #include <stdint.h>

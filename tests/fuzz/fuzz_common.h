@@ -6,7 +6,7 @@
 #ifndef TESTS_FUZZ_COMMON_H
 #define TESTS_FUZZ_COMMON_H
 
-#include "vmm/guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -21,8 +21,8 @@
 
 #include "devices/pci_testdev.h"
 #include "irq/irq.h"
-#include "vmm/bus.h"
-#include "vmm/log.h"
+#include "vmm/base/bus.h"
+#include "vmm/base/log.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -79,8 +79,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	irq_router_init(&w.irq, &rec_ops, &w.sink);
 	w.irq.msi_mode = IRQ_MSI_SIGNAL;
 	w.irq.intx_mode = IRQ_INTX_LINE;
-	w.irq.log = devnull;
-	if (pci_bus_init(&w.pci, &w.pio, &w.mmio, &ram.m, &w.irq, &w.log))
+	w.irq.log = &w.log;
+	const struct pci_bus_env env = {&w.pio, &w.mmio, &ram.m, &w.irq, &w.log, fuzz_pci_window};
+	if (pci_bus_init(&w.pci, &env))
 		abort();
 	if (pci_testdev_init(&w.dev[0], "testdev0", &w.irq, 4, false) ||
 	    pci_testdev_init(&w.dev[1], "testdev1", &w.irq, nvec1, mode & 1))

@@ -1,9 +1,11 @@
-/* The interrupt sink the fuzz targets share: counts what reaches it and
- * remembers the level of each line. */
+/* What the PCI fuzz targets share: the interrupt sink (counts what reaches
+ * it, remembers the level of each line) and the machine's BAR window. */
 #ifndef FUZZ_SINK_H
 #define FUZZ_SINK_H
 
+#include "devices/pci.h"
 #include "irq/irq.h"
+#include "vmm/layout.h"
 
 struct rec_sink {
 	unsigned lines, msis, routes, irqfds;
@@ -49,5 +51,9 @@ static const struct irq_sink_ops rec_ops = {
     .set_routes = rec_set_routes,
     .irqfd_assign = rec_irqfd_assign,
 };
+
+/* The machine's BAR window (vmm/layout.h), as ./vmm places BARs. */
+static const struct pci_window fuzz_pci_window = {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END,
+						  LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END};
 
 #endif

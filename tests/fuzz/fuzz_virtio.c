@@ -5,7 +5,7 @@
  * IRQ_INTX_LINE), over fake guest RAM. The host is faked: ioeventfd()
  * records and succeeds; watch() records (fd, ready, arg) so "run the I/O
  * thread" can call ready(arg) for each readable eventfd, as the main loop
- * does. getrandom() is built as fuzz_getrandom (-Dgetrandom=...): it checks
+ * does. The rng's entropy source is fuzz_getrandom(): it checks
  * the buffer lies in RAM and fills it with a cheap, deterministic pattern;
  * the console's char_sink does the same check and discards.
  * Byte 0: bit 0 hides the rng's MSI-X, bit 1 the console's. Then operations,
@@ -35,8 +35,8 @@
 #include "devices/virtio_pci.h"
 #include "devices/virtio_rng.h"
 #include "irq/irq.h"
-#include "vmm/bus.h"
-#include "vmm/log.h"
+#include "vmm/base/bus.h"
+#include "vmm/base/log.h"
 
 #include <poll.h>
 #include <stddef.h>
@@ -66,9 +66,9 @@ static void check_in_ram(const void *p, size_t len, const char *who)
 	}
 }
 
-/* virtio_rng.c's getrandom() (renamed by the build): checked, cheap, and
- * deterministic, so a run replays exactly. */
-ssize_t getrandom(void *buf, size_t len, unsigned flags)
+/* The rng's entropy source here: checked, cheap, and deterministic, so a
+ * run replays exactly. */
+static ssize_t fuzz_getrandom(void *buf, size_t len, unsigned flags)
 {
 	(void)flags;
 	check_in_ram(buf, len, "getrandom");
@@ -171,12 +171,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	irq_router_init(&w.irq, &rec_ops, &w.sink);
 	w.irq.msi_mode = IRQ_MSI_SIGNAL;
 	w.irq.intx_mode = IRQ_INTX_LINE;
-	w.irq.log = devnull;
-	if (pci_bus_init(&w.pci, &w.pio, &w.mmio, &ram.m, &w.irq, &w.log))
+	w.irq.log = &w.log;
+	const struct pci_bus_env env = {&w.pio, &w.mmio, &ram.m, &w.irq, &w.log, fuzz_pci_window};
+	if (pci_bus_init(&w.pci, &env))
 		abort();
 	struct virtio_host host = {
 	    .ioeventfd = fake_ioeventfd, .watch = fake_watch, .ctx = NULL, .log = &w.log};
-	if (virtio_rng_init(&w.rng) ||
+	if (virtio_rng_init(&w.rng, fuzz_getrandom) ||
 	    virtio_console_init(&w.con, (struct char_sink){.write = discard}))
 		abort();
 	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host, mode & 1) ||

@@ -410,8 +410,10 @@ void pci_rig_init(struct pci_rig *r, enum irq_msi_delivery msi, enum irq_intx_de
 	irq_router_init(&r->irq, &sink_rec_ops, &r->sink);
 	r->irq.msi_mode = msi;
 	r->irq.intx_mode = intx;
-	r->irq.log = r->logf;
-	int ret = pci_bus_init(&r->pci, &r->pio, &r->mmio, &r->ram.m, &r->irq, &r->log);
+	r->irq.log = &r->log;
+	const struct pci_bus_env env = {&r->pio, &r->mmio, &r->ram.m,
+					&r->irq, &r->log,  rig_pci_window};
+	int ret = pci_bus_init(&r->pci, &env);
 	ck_assert_int_eq(ret, 0);
 }
 

@@ -8,14 +8,19 @@
 
 #include "devices/pci_testdev.h"
 #include "irq/irq.h"
-#include "vmm/bus.h"
-#include "vmm/guest_mem.h"
-#include "vmm/log.h"
-#include "vmm/machine_ctl.h"
+#include "vmm/base/bus.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/base/log.h"
+#include "vmm/base/machine_ctl.h"
+#include "vmm/layout.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The machine's BAR window (vmm/layout.h), so placements match ./vmm's. */
+static const struct pci_window rig_pci_window = {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END,
+						 LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END};
 
 #define MiB (1024ULL * 1024ULL)
 #define GiB (1024ULL * MiB)

@@ -5,9 +5,9 @@
  */
 #include "helpers.h"
 
+#include "vmm/base/err.h"
+#include "vmm/base/guest_mem.h"
 #include "vmm/boot.h"
-#include "vmm/err.h"
-#include "vmm/guest_mem.h"
 #include "vmm/layout.h"
 
 #include <check.h>

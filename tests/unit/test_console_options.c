@@ -4,8 +4,8 @@
  */
 #include "helpers.h"
 
+#include "vmm/base/err.h"
 #include "vmm/console.h"
-#include "vmm/err.h"
 #include "vmm/options.h"
 
 #include <check.h>

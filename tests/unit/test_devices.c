@@ -9,7 +9,8 @@
 #include "devices/i8042.h"
 #include "devices/pvpanic.h"
 #include "irq/irq.h"
-#include "vmm/err.h"
+#include "vmm/base/clock.h"
+#include "vmm/base/err.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -135,7 +136,7 @@ END_TEST
 START_TEST(test_boot_timer_port_0x80_codes_0x40_to_0x7f_are_marks)
 {
 	struct boot_timer t;
-	boot_timer_init(&t, irq_now_ns(), NULL);
+	boot_timer_init(&t, clock_now_ns(), NULL);
 	static const uint8_t codes[] = {0x40, 0x5F, 0x60, 0x7F};
 	for (size_t i = 0; i < sizeof(codes); i++)
 		boot_timer_port_write(&t, 0, &codes[i], 1);
@@ -151,7 +152,7 @@ END_TEST
 START_TEST(test_boot_timer_other_port_0x80_codes_are_not_marks)
 {
 	struct boot_timer t;
-	boot_timer_init(&t, irq_now_ns(), NULL);
+	boot_timer_init(&t, clock_now_ns(), NULL);
 	static const uint8_t codes[] = {0x00, 0x01, 0x3F, 0x80, 0xAA, 0xFF};
 	for (size_t i = 0; i < sizeof(codes); i++)
 		boot_timer_port_write(&t, 0, &codes[i], 1);
@@ -162,7 +163,7 @@ END_TEST
 START_TEST(test_boot_timer_mmio_byte_123_at_offset_0_is_mark)
 {
 	struct boot_timer t;
-	boot_timer_init(&t, irq_now_ns(), NULL);
+	boot_timer_init(&t, clock_now_ns(), NULL);
 	uint8_t v = 123;
 	boot_timer_mmio_write(&t, 0, &v, 1);
 	ck_assert_uint_eq(t.nmarks, 1);
@@ -174,7 +175,7 @@ END_TEST
 START_TEST(test_boot_timer_other_mmio_writes_are_not_marks)
 {
 	struct boot_timer t;
-	boot_timer_init(&t, irq_now_ns(), NULL);
+	boot_timer_init(&t, clock_now_ns(), NULL);
 	uint8_t v = 122;
 	boot_timer_mmio_write(&t, 0, &v, 1);
 	v = 124;

@@ -9,7 +9,7 @@
 
 #include "devices/pci.h"
 #include "devices/pci_testdev.h"
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 #include "vmm/fdt.h"
 #include "vmm/layout.h"
 

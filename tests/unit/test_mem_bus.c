@@ -5,8 +5,8 @@
  */
 #include "helpers.h"
 
-#include "vmm/bus.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/bus.h"
+#include "vmm/base/guest_mem.h"
 
 #include <check.h>
 #include <errno.h>

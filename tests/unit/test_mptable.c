@@ -5,7 +5,7 @@
  */
 #include "helpers.h"
 
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 #include "vmm/layout.h"
 #include "vmm/mptable.h"
 

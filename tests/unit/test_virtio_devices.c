@@ -10,7 +10,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/virtio_console.h"
 #include "devices/virtio_rng.h"
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -49,7 +49,7 @@ static struct virtio_rng rng;
 static void rng_setup(void)
 {
 	ram_up();
-	ck_assert_int_eq(virtio_rng_init(&rng), 0);
+	ck_assert_int_eq(virtio_rng_init(&rng, NULL), 0);
 	fake_transport_attach(&ft, &rng.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT));
 	vrd_layout(&vr[0], ram.buf, 64, RING); /* rng's queue is smaller */
 	fake_dev_queue(&rng.vdev, 0, &ram.m, &vr[0]);

@@ -12,7 +12,7 @@
 #include "virtio_helpers.h"
 
 #include "devices/virtio_net.h"
-#include "vmm/err.h"
+#include "vmm/base/err.h"
 
 #include <arpa/inet.h>
 #include <check.h>

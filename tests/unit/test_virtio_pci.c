@@ -157,7 +157,7 @@ START_TEST(test_ids_are_modern)
 	static struct virtio_pci rvp;
 	struct fake_host h2;
 	struct virtio_host h = fake_host_make(&h2, &rig.log);
-	ck_assert_int_eq(virtio_rng_init(&rng), 0);
+	ck_assert_int_eq(virtio_rng_init(&rng, NULL), 0);
 	ck_assert_int_eq(virtio_pci_init(&rvp, &rng.vdev, "rng", &rig.irq, &rig.ram.m, &h, false),
 			 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &rvp.pci, 7, 1), 0);
