@@ -8,12 +8,6 @@ void debug_exit_init(struct debug_exit *d, struct machine_ctl ctl)
 	d->last_value = 0;
 }
 
-int debug_exit_code(uint32_t value)
-{
-	/* What the shell sees of exit((value << 1) | 1): the low 8 bits. */
-	return (int)(((value << 1) | 1) & 0xFF);
-}
-
 void debug_exit_read(void *opaque, uint64_t offset, void *data, unsigned len)
 {
 	(void)opaque;
@@ -28,5 +22,6 @@ void debug_exit_write(void *opaque, uint64_t offset, const void *data, unsigned 
 	(void)offset;
 	memcpy(&value, data, len > 4 ? 4 : len); /* little-endian, zero-extended */
 	d->last_value = value;
-	machine_request_stop(&d->ctl, debug_exit_code(value), "guest wrote to the debug-exit port");
+	machine_request_stop(&d->ctl, MACHINE_STOP_GUEST_EXIT_VALUE, value,
+			     "guest wrote to the debug-exit port");
 }

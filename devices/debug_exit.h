@@ -1,6 +1,7 @@
 /*
  * Debug-exit port compatible with QEMU's isa-debug-exit,iobase=0xf4,iosize=4:
- * a write of `value` ends the VM with exit code (value << 1) | 1.
+ * a write of `value` ends the VM with that value (the machine turns it into
+ * exit code (value << 1) | 1).
  */
 #ifndef DEVICES_DEBUG_EXIT_H
 #define DEVICES_DEBUG_EXIT_H
@@ -18,6 +19,5 @@ struct debug_exit {
 void debug_exit_init(struct debug_exit *d, struct machine_ctl ctl);
 void debug_exit_read(void *opaque, uint64_t offset, void *data, unsigned len);
 void debug_exit_write(void *opaque, uint64_t offset, const void *data, unsigned len);
-int debug_exit_code(uint32_t value);
 
 #endif

@@ -1,7 +1,5 @@
 #include "i8042.h"
 
-#include "vmm/base/err.h"
-
 #include <string.h>
 
 #define I8042_STR_OBF	0x01
@@ -42,5 +40,6 @@ void i8042_command_write(void *opaque, uint64_t offset, const void *data, unsign
 	(void)offset;
 	(void)len;
 	if (*(const uint8_t *)data == I8042_CMD_RESET)
-		machine_request_stop(&k->ctl, EXIT_GUEST_OFF, "guest reset (i8042 0xFE)");
+		machine_request_stop(&k->ctl, MACHINE_STOP_GUEST_RESET, 0,
+				     "guest reset (i8042 0xFE)");
 }

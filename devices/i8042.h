@@ -1,8 +1,8 @@
 /*
  * i8042 keyboard controller, reduced to what a VMM with no PS/2 devices
  * needs: Linux's probe gives up at once and its reboot path (reboot=k)
- * reaches the reset pulse at once. Writing 0xFE to port 0x64 ends the VM
- * with exit code 0.
+ * reaches the reset pulse at once. Writing 0xFE to port 0x64 resets the
+ * machine (the VM ends with exit code 0).
  *
  * Why this status value: Linux's i8042_flush() reads data while OBF is set
  * and reports "No controller found" after 16 bytes, with no 500 ms command

@@ -3,6 +3,7 @@
 #include "pci.h"
 
 #include "irq/irq.h"
+#include "vmm/base/align.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,10 +13,15 @@
  * vector control (bit 0 = mask; the rest reserved). */
 enum { ENTRY_ADDR_LO, ENTRY_ADDR_HI, ENTRY_DATA, ENTRY_CTRL };
 
+/* 6.8.2.4: the PBA holds one bit per vector in whole QWORDs. */
+static uint64_t msix_pba_bytes(unsigned nvectors)
+{
+	return (((uint64_t)nvectors + 63) / 64) * 8;
+}
+
 uint64_t msix_bar_bytes(unsigned nvectors)
 {
-	uint64_t pba = (((uint64_t)nvectors + 63) / 64) * 8;
-	return msix_pba_offset(nvectors) + ((pba + 4095) & ~4095ULL);
+	return msix_pba_offset(nvectors) + align_up(msix_pba_bytes(nvectors), 4096);
 }
 
 int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsigned nvectors,
@@ -125,7 +131,7 @@ static bool msix_access_ok(uint64_t off, unsigned len)
 bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsigned len)
 {
 	uint64_t table_size = (uint64_t)m->nvectors * MSIX_ENTRY_SIZE;
-	uint64_t pba_size = (((uint64_t)m->nvectors + 63) / 64) * 8;
+	uint64_t pba_size = msix_pba_bytes(m->nvectors);
 	if (bar != m->bar)
 		return false;
 	if (in_region(off, len, m->table_offset, table_size)) {
@@ -156,7 +162,7 @@ bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsign
 bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data, unsigned len)
 {
 	uint64_t table_size = (uint64_t)m->nvectors * MSIX_ENTRY_SIZE;
-	uint64_t pba_size = (((uint64_t)m->nvectors + 63) / 64) * 8;
+	uint64_t pba_size = msix_pba_bytes(m->nvectors);
 	if (bar != m->bar)
 		return false;
 	if (in_region(off, len, m->pba_offset, pba_size))

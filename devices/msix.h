@@ -11,6 +11,8 @@
 #ifndef DEVICES_MSIX_H
 #define DEVICES_MSIX_H
 
+#include "vmm/base/align.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,9 +43,10 @@ struct msix {
 
 /* Bytes of BAR space the table and PBA need, page-aligned each. */
 uint64_t msix_bar_bytes(unsigned nvectors);
+/* Where the PBA goes when the table starts at 0: the next free page. */
 static inline uint32_t msix_pba_offset(unsigned nvectors)
 {
-	return (uint32_t)(((uint64_t)nvectors * MSIX_ENTRY_SIZE + 4095) & ~4095ULL);
+	return (uint32_t)align_up((uint64_t)nvectors * MSIX_ENTRY_SIZE, 4096);
 }
 /*
  * Sets up `nvectors` vectors with the table at `table_offset` and the PBA

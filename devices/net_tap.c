@@ -17,23 +17,20 @@ int net_tap_open(const char *name, char *name_out, struct err *e)
 	int hdr = 12; /* struct virtio_net_hdr_v1 (virtio 1.2, 5.1.6) */
 	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, EXIT_HOST, "--net tap: cannot open /dev/net/tun: %s",
-			       strerror(errno));
+		return err_set(e, ERR_HOST, "cannot open /dev/net/tun: %s", strerror(errno));
 	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
 	if (name && *name) {
 		if (strlen(name) >= IFNAMSIZ) {
 			close(fd);
-			return err_set(e, EXIT_USAGE, "--net tap=%s: name longer than %d", name,
-				       IFNAMSIZ - 1);
+			return err_set(e, ERR_INPUT, "name longer than %d", IFNAMSIZ - 1);
 		}
 		memcpy(ifr.ifr_name, name, strlen(name));
 	}
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		int err = errno;
 		close(fd);
-		return err_set(e, err == EPERM ? EXIT_HOST : EXIT_USAGE,
-			       "--net tap%s%s: TUNSETIFF: %s", name ? "=" : "", name ? name : "",
+		return err_set(e, err == EPERM ? ERR_HOST : ERR_INPUT, "TUNSETIFF: %s",
 			       strerror(err));
 	}
 	/* The header the guest sees is the 12-byte one; no offloads until a
@@ -41,8 +38,7 @@ int net_tap_open(const char *name, char *name_out, struct err *e)
 	if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 || ioctl(fd, TUNSETOFFLOAD, 0) < 0) {
 		int err = errno;
 		close(fd);
-		return err_set(e, EXIT_HOST, "--net tap: configuring %s: %s", ifr.ifr_name,
-			       strerror(err));
+		return err_set(e, ERR_HOST, "configuring %s: %s", ifr.ifr_name, strerror(err));
 	}
 	snprintf(name_out, IFNAMSIZ, "%s", ifr.ifr_name);
 	return fd;

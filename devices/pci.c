@@ -1,6 +1,7 @@
 #include "pci.h"
 
 #include "irq/irq.h"
+#include "vmm/base/align.h"
 #include "vmm/base/guest_mem.h"
 #include "vmm/base/log.h"
 
@@ -433,11 +434,6 @@ int pci_bus_add_device(struct pci_bus *b, struct pci_device *d, uint8_t slot, ui
 	}
 	b->slots[slot] = d;
 	return 0;
-}
-
-static uint64_t align_up(uint64_t v, uint64_t a)
-{
-	return (v + a - 1) & ~(a - 1);
 }
 
 int pci_bus_assign_resources(struct pci_bus *b)

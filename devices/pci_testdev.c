@@ -1,5 +1,7 @@
 #include "pci_testdev.h"
 
+#include "vmm/base/align.h"
+
 #include <string.h>
 
 static void testdev_regs_read(void *opaque, uint64_t off, void *data, unsigned len)
@@ -73,14 +75,6 @@ static const struct pci_device_ops testdev_ops = {
     .config_written = testdev_config_written,
 };
 
-static uint64_t pow2_at_least(uint64_t v)
-{
-	uint64_t p = 4096;
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 int pci_testdev_init(struct pci_testdev *t, const char *name, struct irq_router *irq,
 		     unsigned nvectors, bool msix_hidden)
 {
@@ -94,7 +88,7 @@ int pci_testdev_init(struct pci_testdev *t, const char *name, struct irq_router 
 				     testdev_regs_write, t);
 	if (!ret)
 		ret = pci_device_add_bar(&t->pci, 1, PCI_BAR_MEM32,
-					 pow2_at_least(msix_bar_bytes(nvectors)), false,
+					 pow2_at_least(msix_bar_bytes(nvectors), 4096), false,
 					 testdev_msix_read, testdev_msix_write, t);
 	if (!ret)
 		ret = msix_init(&t->msix, &t->pci, irq, nvectors, 1, 0, msix_pba_offset(nvectors),

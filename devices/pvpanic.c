@@ -1,7 +1,5 @@
 #include "pvpanic.h"
 
-#include "vmm/base/err.h"
-
 #include <string.h>
 
 void pvpanic_init(struct pvpanic *p, struct machine_ctl ctl)
@@ -26,7 +24,8 @@ void pvpanic_write(void *opaque, uint64_t offset, const void *data, unsigned len
 	(void)offset;
 	(void)len;
 	if (v & PVPANIC_PANICKED)
-		machine_request_stop(&p->ctl, EXIT_GUEST_CRASH, "guest kernel panic (pvpanic)");
+		machine_request_stop(&p->ctl, MACHINE_STOP_GUEST_PANIC, 0,
+				     "guest kernel panic (pvpanic)");
 	else if (v & PVPANIC_CRASH_LOADED)
 		p->crash_loaded_events++;
 }

@@ -257,18 +257,16 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 	b->direct = direct;
 	b->fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0));
 	if (b->fd < 0)
-		return err_set(e, EXIT_USAGE, "--disk %s: %s", path, strerror(errno));
+		return err_set(e, ERR_INPUT, "%s", strerror(errno));
 	if (fstat(b->fd, &st) < 0)
-		return err_set(e, EXIT_USAGE, "--disk %s: %s", path, strerror(errno));
+		return err_set(e, ERR_INPUT, "%s", strerror(errno));
 	uint64_t bytes = (uint64_t)st.st_size;
 	if (S_ISBLK(st.st_mode) && ioctl(b->fd, BLKGETSIZE64, &bytes) < 0)
-		return err_set(e, EXIT_USAGE, "--disk %s: cannot read its size: %s", path,
-			       strerror(errno));
+		return err_set(e, ERR_INPUT, "cannot read its size: %s", strerror(errno));
 	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
-		return err_set(e, EXIT_USAGE, "--disk %s: not a regular file or block device",
-			       path);
+		return err_set(e, ERR_INPUT, "not a regular file or block device");
 	if (bytes < SECTOR)
-		return err_set(e, EXIT_USAGE, "--disk %s: smaller than one 512-byte sector", path);
+		return err_set(e, ERR_INPUT, "smaller than one 512-byte sector");
 	b->capacity = bytes / SECTOR;
 	b->blk_size = SECTOR;
 	/* GET_ID: the file's device and inode, stable across runs. */
@@ -280,16 +278,14 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 	b->elem = malloc(sizeof(*b->elem));
 	b->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*b->reqs));
 	if (!b->elem || !b->reqs)
-		return err_set(e, EXIT_HOST, "out of memory");
+		return err_set(e, ERR_HOST, "out of memory");
 	int ret = io_uring_queue_init(VIRTIO_BLK_QUEUE_MAX, &b->ring, 0);
 	if (ret < 0)
-		return err_set(e, EXIT_HOST, "--disk %s: io_uring_queue_init: %s", path,
-			       strerror(-ret));
+		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
 	b->ring_ready = true;
 	b->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (b->completion_fd < 0 || io_uring_register_eventfd(&b->ring, b->completion_fd) < 0)
-		return err_set(e, EXIT_HOST, "--disk %s: cannot register the completion eventfd",
-			       path);
+		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
 	return 0;
 }
 

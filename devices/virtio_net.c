@@ -183,7 +183,7 @@ int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *m
 	n->elem = malloc(sizeof(*n->elem));
 	n->frame = malloc(VIRTIO_NET_FRAME_MAX);
 	if (!n->elem || !n->frame)
-		return err_set(e, EXIT_HOST, "out of memory");
+		return err_set(e, ERR_HOST, "out of memory");
 	n->tap_fd = net_tap_open(tap_name, n->ifname, e);
 	if (n->tap_fd < 0)
 		return -1;

@@ -1,5 +1,6 @@
 #include "virtio_pci.h"
 
+#include "vmm/base/align.h"
 #include "vmm/base/log.h"
 
 #include <errno.h>
@@ -518,9 +519,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 		}
 	}
 	unsigned nvec = ops->num_queues + 1;
-	uint64_t msix_size = 4096;
-	while (msix_size < msix_bar_bytes(nvec))
-		msix_size <<= 1;
+	uint64_t msix_size = pow2_at_least(msix_bar_bytes(nvec), 4096);
 	int ret = pci_device_add_bar(&vp->pci, 0, PCI_BAR_MEM32, VIRTIO_PCI_BAR0_SIZE, false,
 				     virtio_pci_bar_read, virtio_pci_bar_write, vp);
 	if (!ret)

@@ -2,6 +2,7 @@
 
 #include "elf_load.h"
 #include "layout.h"
+#include "vmm/base/align.h"
 #include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"
 
@@ -17,11 +18,6 @@
 #define E820_RAM	  1
 #define E820_RESERVED	  2
 #define ELF_CMDLINE_MAX	  2047 /* COMMAND_LINE_SIZE - 1 on x86 */
-
-static uint64_t align_up(uint64_t v, uint64_t a)
-{
-	return a ? (v + a - 1) / a * a : v;
-}
 
 /* e820 from the RAM regions: boot.rst leaves the map to the loader. */
 static unsigned boot_fill_e820(const struct guest_mem *m, struct boot_params *bp)
@@ -64,7 +60,7 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 {
 	memset(bz, 0, sizeof(*bz));
 	if (len < 0x202 + 4 || memcmp(img + 0x202, "HdrS", 4))
-		return err_set(e, EXIT_USAGE,
+		return err_set(e, ERR_INPUT,
 			       "not a Linux kernel: no bzImage \"HdrS\" header and no ELF magic");
 	/* The header ends at 0x202 + the byte at 0x201 (boot.rst, "Details of
 	 * header fields"); never copy more than we know or the file holds. */
@@ -72,25 +68,25 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 	if (end > HDR_OFFSET + sizeof(struct setup_header))
 		end = HDR_OFFSET + sizeof(struct setup_header);
 	if (end > len)
-		return err_set(e, EXIT_USAGE, "bzImage is truncated inside its setup header");
+		return err_set(e, ERR_INPUT, "bzImage is truncated inside its setup header");
 	bz->hdr_len = end - HDR_OFFSET;
 	memcpy(&bz->hdr, img + HDR_OFFSET, bz->hdr_len);
 	const struct setup_header *h = &bz->hdr;
 	if (h->boot_flag != 0xAA55)
-		return err_set(e, EXIT_USAGE, "bzImage boot_flag is 0x%04x, not 0xAA55",
+		return err_set(e, ERR_INPUT, "bzImage boot_flag is 0x%04x, not 0xAA55",
 			       h->boot_flag);
 	if (h->version < BOOT_MIN_PROTOCOL)
 		return err_set(
-		    e, EXIT_USAGE,
+		    e, ERR_INPUT,
 		    "boot protocol %u.%02u is too old: the 64-bit entry needs 2.12 or later",
 		    h->version >> 8, h->version & 0xFF);
 	if (!(h->xloadflags & XLF_KERNEL_64_BIT))
-		return err_set(e, EXIT_USAGE,
+		return err_set(e, ERR_INPUT,
 			       "kernel has no 64-bit entry point (XLF_KERNEL_64 clear)");
 	size_t setup_sects = h->setup_sects ? h->setup_sects : 4;
 	size_t setup_len = (setup_sects + 1) * 512;
 	if (setup_len >= len)
-		return err_set(e, EXIT_USAGE, "bzImage is truncated: %zu bytes, setup alone is %zu",
+		return err_set(e, ERR_INPUT, "bzImage is truncated: %zu bytes, setup alone is %zu",
 			       len, setup_len);
 	bz->pm = img + setup_len;
 	bz->pm_len = len - setup_len;
@@ -98,11 +94,11 @@ static int bzimage_parse(const uint8_t *img, size_t len, struct bzimage *bz, str
 	 * (protocol 2.04+), so the file may end up to 15 bytes short of it. */
 	if ((uint64_t)h->syssize * 16 > (uint64_t)bz->pm_len + 15)
 		return err_set(
-		    e, EXIT_USAGE,
+		    e, ERR_INPUT,
 		    "bzImage is truncated: header declares %llu bytes of kernel, file has %zu",
 		    (unsigned long long)h->syssize * 16, bz->pm_len);
 	if (h->payload_length && ((uint64_t)h->payload_offset + h->payload_length > bz->pm_len))
-		return err_set(e, EXIT_USAGE,
+		return err_set(e, ERR_INPUT,
 			       "bzImage is truncated: its payload runs past the end of the file");
 	/* pref_address (2.10+); a relocatable kernel must honour kernel_alignment. */
 	bz->load_addr = h->pref_address ? h->pref_address : LAYOUT_KERNEL_MIN;
@@ -121,7 +117,7 @@ static int boot_place_pm(struct guest_mem *m, const struct bzimage *bz, struct b
 	if (!guest_mem_is_ram(m, bz->load_addr, need) ||
 	    bz->load_addr + need > guest_mem_low_end(m))
 		return err_set(
-		    e, EXIT_USAGE,
+		    e, ERR_INPUT,
 		    "kernel needs %llu MiB of RAM from 0x%llx (init_size), more than --memory "
 		    "%llu MiB gives",
 		    (unsigned long long)((need + (1 << 20) - 1) >> 20),
@@ -145,7 +141,7 @@ static int boot_host_decompress(struct guest_mem *m, const struct bzimage *bz,
 		return -1;
 	if (!elf_is_elf64(elf, elf_len)) {
 		free(elf);
-		return err_set(e, EXIT_USAGE, "decompressed %s payload is not an ELF64 kernel",
+		return err_set(e, ERR_INPUT, "decompressed %s payload is not an ELF64 kernel",
 			       payload_format_name(r->payload));
 	}
 	int ret = elf_load(m, elf, elf_len, &ei, e);
@@ -173,7 +169,7 @@ static int boot_place_initrd(struct guest_mem *m, const struct boot_config *c,
 	if (c->initrd_len == 0 || c->initrd_len > top ||
 	    ((top - c->initrd_len) & ~0xFFFULL) < floor)
 		return err_set(
-		    e, EXIT_USAGE,
+		    e, ERR_INPUT,
 		    "initrd (%zu KiB) does not fit in guest RAM between the kernel (ends at "
 		    "0x%llx) and 0x%llx; try a larger --memory",
 		    c->initrd_len >> 10, (unsigned long long)floor, (unsigned long long)top);
@@ -192,7 +188,7 @@ static int boot_place_cmdline(struct guest_mem *m, const char *cmdline,
 	if (max >= LAYOUT_CMDLINE_MAX)
 		max = LAYOUT_CMDLINE_MAX - 1;
 	if (len > max)
-		return err_set(e, EXIT_USAGE,
+		return err_set(e, ERR_INPUT,
 			       "kernel command line is %zu bytes; this kernel accepts at most %zu",
 			       len, max);
 	guest_mem_write(m, LAYOUT_CMDLINE, cmdline, len + 1);
@@ -207,7 +203,7 @@ int boot_add_setup_data(struct guest_mem *m, uint64_t zero_page, uint32_t type, 
 	struct setup_data sd = {.next = 0, .type = type, .len = (uint32_t)len};
 	uint64_t ptr = LAYOUT_SETUP_DATA;
 	if (len + sizeof(sd) > LAYOUT_SETUP_DATA_MAX)
-		return err_set(e, EXIT_USAGE, "setup_data of %zu bytes does not fit below 0x%llx",
+		return err_set(e, ERR_INPUT, "setup_data of %zu bytes does not fit below 0x%llx",
 			       len,
 			       (unsigned long long)(LAYOUT_SETUP_DATA + LAYOUT_SETUP_DATA_MAX));
 	if (guest_mem_write(m, LAYOUT_SETUP_DATA, &sd, sizeof(sd)) ||
@@ -216,7 +212,7 @@ int boot_add_setup_data(struct guest_mem *m, uint64_t zero_page, uint32_t type, 
 			    zero_page + offsetof(struct boot_params, hdr) +
 				offsetof(struct setup_header, setup_data),
 			    &ptr, sizeof(ptr)))
-		return err_set(e, EXIT_USAGE, "guest RAM does not cover setup_data");
+		return err_set(e, ERR_INPUT, "guest RAM does not cover setup_data");
 	return 0;
 }
 
@@ -228,7 +224,7 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 	memset(r, 0, sizeof(*r));
 	memset(&bp, 0, sizeof(bp));
 	if (guest_mem_low_end(m) < 2 * LAYOUT_KERNEL_MIN)
-		return err_set(e, EXIT_USAGE, "guest RAM of %llu KiB is too small to boot a kernel",
+		return err_set(e, ERR_INPUT, "guest RAM of %llu KiB is too small to boot a kernel",
 			       (unsigned long long)(m->ram_size >> 10));
 
 	if (elf_is_elf64(c->kernel, c->kernel_len)) {

@@ -16,7 +16,7 @@ int console_open(struct console *c, const char *log_path, struct err *e)
 	if (log_path) {
 		c->out_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (c->out_fd < 0)
-			return err_set(e, EXIT_USAGE, "--console-log %s: %s", log_path,
+			return err_set(e, ERR_INPUT, "--console-log %s: %s", log_path,
 				       strerror(errno));
 		c->out_owned = true;
 	}

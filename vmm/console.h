@@ -37,6 +37,13 @@ int console_open(struct console *c, const char *log_path, struct err *e);
 void console_enter_raw(struct console *c);
 void console_restore(struct console *c);
 void console_close(struct console *c);
+/* Where host console input goes (the UART, or a virtio-console): takes
+ * what it can, returns how much. */
+struct console_input {
+	size_t (*receive)(void *ctx, const uint8_t *buf, size_t len);
+	void *ctx;
+};
+
 /* char_sink callback: guest output. */
 void console_output(void *ctx, const uint8_t *buf, size_t len);
 

@@ -60,13 +60,13 @@ static int payload_trailer_size(const uint8_t *p, size_t len, size_t max_out, si
 				struct err *e)
 {
 	if (len < 8)
-		return err_set(e, EXIT_USAGE, "compressed payload is truncated (%zu bytes)", len);
+		return err_set(e, ERR_INPUT, "compressed payload is truncated (%zu bytes)", len);
 	*size = get_le32(p + len - 4);
 	if (*size == 0)
-		return err_set(e, EXIT_USAGE, "compressed payload declares an empty kernel");
+		return err_set(e, ERR_INPUT, "compressed payload declares an empty kernel");
 	if (*size > max_out)
 		return err_set(
-		    e, EXIT_USAGE,
+		    e, ERR_INPUT,
 		    "decompressed kernel would be %zu MiB, more than guest RAM allows (%zu MiB)",
 		    *size >> 20, max_out >> 20);
 	return 0;
@@ -79,7 +79,7 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 	size_t cap;
 	int ret;
 	if (len < 18)
-		return err_set(e, EXIT_USAGE, "gzip payload is truncated (%zu bytes)", len);
+		return err_set(e, ERR_INPUT, "gzip payload is truncated (%zu bytes)", len);
 	/* ISIZE (RFC 1952 section 2.3.1) is the size modulo 2^32: a hint. */
 	cap = get_le32(p + len - 4);
 	int capped_by_ram = cap == 0 || cap > max_out;
@@ -87,11 +87,11 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 		cap = max_out;
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-		return err_set(e, EXIT_HOST, "zlib: cannot initialise the inflater");
+		return err_set(e, ERR_HOST, "zlib: cannot initialise the inflater");
 	uint8_t *buf = malloc(cap ? cap : 1);
 	if (!buf) {
 		inflateEnd(&zs);
-		return err_set(e, EXIT_HOST, "out of memory for a %zu MiB kernel", cap >> 20);
+		return err_set(e, ERR_HOST, "out of memory for a %zu MiB kernel", cap >> 20);
 	}
 	zs.next_in = (Bytef *)p;
 	zs.avail_in = (uInt)len;
@@ -103,15 +103,15 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 	if (ret != Z_STREAM_END) {
 		free(buf);
 		if (ret == Z_BUF_ERROR && zs.avail_out == 0 && capped_by_ram)
-			return err_set(e, EXIT_USAGE,
+			return err_set(e, ERR_INPUT,
 				       "gzip payload inflates past %zu MiB of guest RAM",
 				       cap >> 20);
 		if (ret == Z_BUF_ERROR && zs.avail_out == 0)
-			return err_set(e, EXIT_USAGE,
+			return err_set(e, ERR_INPUT,
 				       "gzip payload is corrupt: it inflates past its declared "
 				       "size of %zu bytes",
 				       cap);
-		return err_set(e, EXIT_USAGE, "gzip payload is corrupt or truncated (zlib: %s)",
+		return err_set(e, ERR_INPUT, "gzip payload is corrupt or truncated (zlib: %s)",
 			       zs.msg ? zs.msg : (ret == Z_BUF_ERROR ? "unexpected end" : "error"));
 	}
 	*out = buf;
@@ -128,7 +128,7 @@ static int decompress_lz4_legacy(const uint8_t *p, size_t len, size_t max_out, u
 	end = len - 4;
 	uint8_t *buf = malloc(size);
 	if (!buf)
-		return err_set(e, EXIT_HOST, "out of memory for a %zu MiB kernel", size >> 20);
+		return err_set(e, ERR_HOST, "out of memory for a %zu MiB kernel", size >> 20);
 	/* Legacy frame: magic, then (le32 compressed size, block)*; a repeated
 	 * magic starts another concatenated frame. */
 	while (pos + 4 <= end) {
@@ -157,7 +157,7 @@ static int decompress_lz4_legacy(const uint8_t *p, size_t len, size_t max_out, u
 corrupt:
 	free(buf);
 	return err_set(
-	    e, EXIT_USAGE,
+	    e, ERR_INPUT,
 	    "LZ4 payload is corrupt or truncated (at byte %zu of %zu, %zu of %zu bytes out)", pos,
 	    len, produced, size);
 }
@@ -170,11 +170,11 @@ static int decompress_xz(const uint8_t *p, size_t len, size_t max_out, uint8_t *
 	if (payload_trailer_size(p, len, max_out, &size, e))
 		return -1;
 	if (lzma_stream_decoder(&xs, UINT64_MAX, 0) != LZMA_OK)
-		return err_set(e, EXIT_HOST, "liblzma: cannot initialise the decoder");
+		return err_set(e, ERR_HOST, "liblzma: cannot initialise the decoder");
 	uint8_t *buf = malloc(size);
 	if (!buf) {
 		lzma_end(&xs);
-		return err_set(e, EXIT_HOST, "out of memory for a %zu MiB kernel", size >> 20);
+		return err_set(e, ERR_HOST, "out of memory for a %zu MiB kernel", size >> 20);
 	}
 	xs.next_in = p;
 	xs.avail_in = len - 4;
@@ -185,7 +185,7 @@ static int decompress_xz(const uint8_t *p, size_t len, size_t max_out, uint8_t *
 	lzma_end(&xs);
 	if (ret != LZMA_STREAM_END || produced != size) {
 		free(buf);
-		return err_set(e, EXIT_USAGE,
+		return err_set(e, ERR_INPUT,
 			       "xz payload is corrupt or truncated (liblzma error %d)", (int)ret);
 	}
 	*out = buf;
@@ -204,7 +204,7 @@ static int decompress_zstd(const uint8_t *p, size_t len, size_t max_out, uint8_t
 	if (!ds || !buf) {
 		ZSTD_freeDStream(ds);
 		free(buf);
-		return err_set(e, EXIT_HOST, "out of memory for a %zu MiB kernel", size >> 20);
+		return err_set(e, ERR_HOST, "out of memory for a %zu MiB kernel", size >> 20);
 	}
 	/* Kernels use `zstd -22 --ultra`: allow the largest window. */
 	ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, 31 /* ZSTD_WINDOWLOG_MAX_64 */);
@@ -217,7 +217,7 @@ static int decompress_zstd(const uint8_t *p, size_t len, size_t max_out, uint8_t
 	ZSTD_freeDStream(ds);
 	if (ZSTD_isError(r) || r != 0 || ob.pos != size) {
 		free(buf);
-		return err_set(e, EXIT_USAGE, "zstd payload is corrupt or truncated (%s)",
+		return err_set(e, ERR_INPUT, "zstd payload is corrupt or truncated (%s)",
 			       ZSTD_isError(r) ? ZSTD_getErrorName(r) : "unexpected end");
 	}
 	*out = buf;
@@ -235,16 +235,16 @@ int payload_decompress(enum payload_format f, const uint8_t *p, size_t len, size
 	case PAYLOAD_ZSTD: return decompress_zstd(p, len, max_out, out, out_len, e);
 	case PAYLOAD_ELF:
 		if (len > max_out)
-			return err_set(e, EXIT_USAGE,
+			return err_set(e, ERR_INPUT,
 				       "uncompressed kernel does not fit in guest RAM");
 		*out = malloc(len);
 		if (!*out)
-			return err_set(e, EXIT_HOST, "out of memory");
+			return err_set(e, ERR_HOST, "out of memory");
 		memcpy(*out, p, len);
 		*out_len = len;
 		return 0;
 	default:
-		return err_set(e, EXIT_USAGE, "%s payloads are not decompressed by the VMM",
+		return err_set(e, ERR_INPUT, "%s payloads are not decompressed by the VMM",
 			       payload_format_name(f));
 	}
 }

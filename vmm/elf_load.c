@@ -16,9 +16,9 @@ int elf_is_elf64(const uint8_t *p, size_t len)
 static int elf_phdrs(size_t len, const Elf64_Ehdr *eh, struct err *e)
 {
 	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0)
-		return err_set(e, EXIT_USAGE, "ELF kernel has no usable program headers");
+		return err_set(e, ERR_INPUT, "ELF kernel has no usable program headers");
 	if (eh->e_phoff > len || (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff)
-		return err_set(e, EXIT_USAGE,
+		return err_set(e, ERR_INPUT,
 			       "ELF program headers lie outside the file (truncated?)");
 	return 0;
 }
@@ -32,10 +32,10 @@ int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image
 	int entry_found = 0;
 
 	if (!elf_is_elf64(p, len))
-		return err_set(e, EXIT_USAGE, "not an ELF64 file");
+		return err_set(e, ERR_INPUT, "not an ELF64 file");
 	memcpy(&eh, p, sizeof(eh));
 	if (eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64)
-		return err_set(e, EXIT_USAGE, "ELF kernel is not x86-64 little-endian");
+		return err_set(e, ERR_INPUT, "ELF kernel is not x86-64 little-endian");
 	if (elf_phdrs(len, &eh, e))
 		return -1;
 	out->entry = eh.e_entry;
@@ -47,16 +47,16 @@ int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image
 			continue;
 		if (ph.p_filesz > ph.p_memsz || ph.p_offset > len ||
 		    ph.p_filesz > len - ph.p_offset)
-			return err_set(e, EXIT_USAGE,
+			return err_set(e, ERR_INPUT,
 				       "ELF segment %u lies outside the file (truncated?)", i);
 		if (ph.p_paddr < LAYOUT_KERNEL_MIN)
 			return err_set(
-			    e, EXIT_USAGE,
+			    e, ERR_INPUT,
 			    "ELF segment %u at 0x%llx lies below 1 MiB (BIOS and boot data)", i,
 			    (unsigned long long)ph.p_paddr);
 		if (!guest_mem_is_ram(m, ph.p_paddr, ph.p_memsz))
 			return err_set(
-			    e, EXIT_USAGE,
+			    e, ERR_INPUT,
 			    "ELF segment %u (0x%llx, %llu KiB) does not fit in guest RAM "
 			    "(%llu MiB); try a larger --memory",
 			    i, (unsigned long long)ph.p_paddr,
@@ -77,9 +77,9 @@ int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image
 		}
 	}
 	if (hi == 0)
-		return err_set(e, EXIT_USAGE, "ELF kernel has no loadable segment");
+		return err_set(e, ERR_INPUT, "ELF kernel has no loadable segment");
 	if (!entry_found)
-		return err_set(e, EXIT_USAGE, "ELF entry 0x%llx is not inside a loaded segment",
+		return err_set(e, ERR_INPUT, "ELF entry 0x%llx is not inside a loaded segment",
 			       (unsigned long long)eh.e_entry);
 
 	for (unsigned i = 0; i < eh.e_phnum; i++) {

@@ -175,7 +175,7 @@ int fdt_build_machine(const struct fdt_machine *m, void **blob, size_t *len, str
 {
 	void *fdt = malloc(FDT_BUF_SIZE);
 	if (!fdt)
-		return err_set(e, EXIT_HOST, "out of memory for the device tree");
+		return err_set(e, ERR_HOST, "out of memory for the device tree");
 	int ret = fdt_create(fdt, FDT_BUF_SIZE);
 	ret = ret ? ret : fdt_finish_reservemap(fdt);
 	ret = ret ? ret : fdt_begin_node(fdt, "");
@@ -192,7 +192,7 @@ int fdt_build_machine(const struct fdt_machine *m, void **blob, size_t *len, str
 	ret = ret ? ret : fdt_finish(fdt);
 	if (ret) {
 		free(fdt);
-		return err_set(e, EXIT_HOST, "building the device tree failed: %s",
+		return err_set(e, ERR_HOST, "building the device tree failed: %s",
 			       fdt_strerror(ret));
 	}
 	*blob = fdt;

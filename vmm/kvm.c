@@ -66,22 +66,22 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 	if (k->dev_fd < 0) {
 		int err = errno;
 		if (err == ENOENT)
-			return err_set(e, EXIT_HOST,
+			return err_set(e, ERR_HOST,
 				       "%s does not exist: KVM is not available on this host",
 				       path);
 		if (err == EACCES || err == EPERM)
 			return err_set(
-			    e, EXIT_HOST,
+			    e, ERR_HOST,
 			    "permission denied opening %s (add yourself to the kvm group)", path);
-		return err_set(e, EXIT_HOST, "cannot open %s: %s", path, strerror(err));
+		return err_set(e, ERR_HOST, "cannot open %s: %s", path, strerror(err));
 	}
 	int api = ioctl(k->dev_fd, KVM_GET_API_VERSION, 0);
 	if (api != KVM_API_VERSION)
-		return err_set(e, EXIT_HOST, "%s speaks KVM API %d, this VMM needs %d", path, api,
+		return err_set(e, ERR_HOST, "%s speaks KVM API %d, this VMM needs %d", path, api,
 			       KVM_API_VERSION);
 	for (size_t i = 0; i < sizeof(required_caps) / sizeof(required_caps[0]); i++)
 		if (ioctl(k->dev_fd, KVM_CHECK_EXTENSION, required_caps[i].cap) <= 0)
-			return err_set(e, EXIT_HOST,
+			return err_set(e, ERR_HOST,
 				       "KVM on this host lacks %s, which the VMM needs",
 				       required_caps[i].name);
 	/* Optional: without it INTx falls back to KVM_IRQ_LINE. */
@@ -90,7 +90,7 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 	    ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_EXIT_ON_EMULATION_FAILURE) > 0;
 	k->run_size = ioctl(k->dev_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (k->run_size <= 0)
-		return err_set(e, EXIT_HOST, "KVM_GET_VCPU_MMAP_SIZE failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_GET_VCPU_MMAP_SIZE failed: %s", strerror(errno));
 	k->max_vcpus = ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
 	if (k->max_vcpus <= 0)
 		k->max_vcpus = ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
@@ -99,10 +99,10 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 	k->cpuid =
 	    calloc(1, sizeof(*k->cpuid) + CPUID_MAX_ENTRIES * sizeof(struct kvm_cpuid_entry2));
 	if (!k->cpuid)
-		return err_set(e, EXIT_HOST, "out of memory");
+		return err_set(e, ERR_HOST, "out of memory");
 	k->cpuid->nent = CPUID_MAX_ENTRIES;
 	if (ioctl(k->dev_fd, KVM_GET_SUPPORTED_CPUID, k->cpuid) < 0)
-		return err_set(e, EXIT_HOST, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(errno));
 	k->emulated_host = kvm_detect_emulated_host();
 	return 0;
 }
@@ -111,19 +111,19 @@ int kvm_create_vm(struct kvm *k, struct guest_mem *m, struct err *e)
 {
 	k->vm_fd = ioctl(k->dev_fd, KVM_CREATE_VM, 0);
 	if (k->vm_fd < 0)
-		return err_set(e, EXIT_HOST, "KVM_CREATE_VM failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_CREATE_VM failed: %s", strerror(errno));
 	/* Intel needs these below 4 GiB, outside RAM; harmless elsewhere. */
 	if (ioctl(k->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_TSS_ADDR failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_TSS_ADDR failed: %s", strerror(errno));
 	uint64_t ident = KVM_IDENT_MAP_ADDR;
 	ioctl(k->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &ident);
 	if (ioctl(k->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
-		return err_set(e, EXIT_HOST, "KVM_CREATE_IRQCHIP failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_CREATE_IRQCHIP failed: %s", strerror(errno));
 	/* SPEAKER_DUMMY: KVM serves port 0x61 (PIT channel 2 gate and OUT),
 	 * which Linux uses to calibrate the TSC. */
 	struct kvm_pit_config pit = {.flags = KVM_PIT_SPEAKER_DUMMY};
 	if (ioctl(k->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
-		return err_set(e, EXIT_HOST, "KVM_CREATE_PIT2 failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_CREATE_PIT2 failed: %s", strerror(errno));
 	if (k->has_emulation_failure_bytes) {
 		struct kvm_enable_cap cap = {.cap = KVM_CAP_EXIT_ON_EMULATION_FAILURE, .args = {1}};
 		if (ioctl(k->vm_fd, KVM_ENABLE_CAP, &cap) < 0)
@@ -137,7 +137,7 @@ int kvm_create_vm(struct kvm *k, struct guest_mem *m, struct err *e)
 		    .userspace_addr = (uint64_t)(uintptr_t)m->regions[i].host,
 		};
 		if (ioctl(k->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0)
-			return err_set(e, EXIT_HOST,
+			return err_set(e, ERR_HOST,
 				       "KVM_SET_USER_MEMORY_REGION (%llu MiB at 0x%llx) failed: %s",
 				       (unsigned long long)(r.memory_size >> 20),
 				       (unsigned long long)r.guest_phys_addr, strerror(errno));
@@ -149,12 +149,10 @@ int kvm_set_ioapic_id(struct kvm *k, uint8_t id, struct err *e)
 {
 	struct kvm_irqchip chip = {.chip_id = KVM_IRQCHIP_IOAPIC};
 	if (ioctl(k->vm_fd, KVM_GET_IRQCHIP, &chip) < 0)
-		return err_set(e, EXIT_HOST, "KVM_GET_IRQCHIP (IOAPIC) failed: %s",
-			       strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_GET_IRQCHIP (IOAPIC) failed: %s", strerror(errno));
 	chip.chip.ioapic.id = id;
 	if (ioctl(k->vm_fd, KVM_SET_IRQCHIP, &chip) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_IRQCHIP (IOAPIC) failed: %s",
-			       strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_IRQCHIP (IOAPIC) failed: %s", strerror(errno));
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* ./vmm: parse the command line, build the machine, run it, exit with the
  * code the README's table gives. */
+#include "exit_code.h"
 #include "options.h"
 #include "vcpu.h"
 #include "vm.h"
@@ -73,7 +74,7 @@ int main(int argc, char **argv)
 	free(vm);
 	if (code < 0) {
 		fprintf(stderr, "vmm: %s\n", e.msg[0] ? e.msg : "failed (no detail)");
-		return e.code ? e.code : EXIT_HOST;
+		return exit_code_for_err(&e);
 	}
 	return code;
 }

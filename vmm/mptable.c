@@ -108,7 +108,7 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 	const size_t table_off = sizeof(mpf);
 
 	if (c->ncpus == 0 || c->ncpus > 254)
-		return err_set(e, EXIT_USAGE, "%u CPUs do not fit in an MP table", c->ncpus);
+		return err_set(e, ERR_INPUT, "%u CPUs do not fit in an MP table", c->ncpus);
 	memset(&w, 0, sizeof(w));
 	w.len = table_off + sizeof(hdr);
 	for (unsigned i = 0; i < c->ncpus; i++) {
@@ -137,7 +137,7 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 	for (size_t i = 0; i < c->npci_irqs; i++) {
 		const struct mp_pci_irq *p = &c->pci_irqs[i];
 		if (p->intx < 1 || p->intx > 4 || p->slot > 31)
-			return err_set(e, EXIT_USAGE, "bad PCI interrupt source slot %u INT%c#",
+			return err_set(e, ERR_INPUT, "bad PCI interrupt source slot %u INT%c#",
 				       p->slot, 'A' + p->intx - 1);
 		mp_intsrc(&w, MP_INTSRC, MP_INT, MP_IRQ_PCI_LEVEL_LOW, MP_BUS_PCI,
 			  (uint8_t)((p->slot << 2) | (p->intx - 1)), ioapic_id, p->ioapic_pin);
@@ -146,7 +146,7 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 	mp_intsrc(&w, MP_LINTSRC, MP_EXTINT, MP_IRQ_CONFORM, MP_BUS_ISA, 0, 0xFF, 0);
 	mp_intsrc(&w, MP_LINTSRC, MP_NMI, MP_IRQ_CONFORM, MP_BUS_ISA, 0, 0xFF, 1);
 	if (w.overflow)
-		return err_set(e, EXIT_USAGE, "MP table does not fit in the F segment");
+		return err_set(e, ERR_INPUT, "MP table does not fit in the F segment");
 
 	memset(&hdr, 0, sizeof(hdr));
 	memcpy(hdr.signature, "PCMP", 4);
@@ -168,6 +168,6 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 	memcpy(w.buf, &mpf, sizeof(mpf));
 	w.buf[offsetof(struct mpf_intel, checksum)] = mp_checksum(w.buf, sizeof(mpf));
 	if (guest_mem_write(m, LAYOUT_MPTABLE, w.buf, w.len))
-		return err_set(e, EXIT_USAGE, "guest RAM does not cover the MP table");
+		return err_set(e, ERR_INPUT, "guest RAM does not cover the MP table");
 	return (int)w.len;
 }

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include "device_registry.h"
 #include "vmm/base/err.h"
 
 #include "irq/irq.h"
@@ -10,123 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-	OPT_KERNEL = 256,
-	OPT_INITRD,
-	OPT_CMDLINE,
-	OPT_NO_DEFAULT_CMDLINE,
-	OPT_MEMORY,
-	OPT_CPUS,
-	OPT_TIMEOUT,
-	OPT_CONSOLE_LOG,
-	OPT_GUEST_DECOMPRESS,
-	OPT_BOOT_TIMER,
-	OPT_VERSION,
-	OPT_DEVICE,
-	OPT_IRQ_MODE,
-	OPT_MSI_DELIVERY,
-	OPT_INTX_DELIVERY,
-	OPT_STATS,
-	OPT_DUMP_DTB,
-	OPT_DTB,
-	OPT_DISK,
-	OPT_RNG,
-	OPT_CONSOLE,
-	OPT_NET,
+/* One option: name, argument (NULL: a flag), help, and what it does. */
+struct option_def {
+	const char *name;
+	char short_name; /* 0: none */
+	const char *arg;
+	const char *help;
+	int (*apply)(struct vm_options *o, char *arg, struct err *e);
 };
 
-static const struct option long_options[] = {
-    {"kernel", required_argument, NULL, OPT_KERNEL},
-    {"initrd", required_argument, NULL, OPT_INITRD},
-    {"cmdline", required_argument, NULL, OPT_CMDLINE},
-    {"no-default-cmdline", no_argument, NULL, OPT_NO_DEFAULT_CMDLINE},
-    {"memory", required_argument, NULL, OPT_MEMORY},
-    {"cpus", required_argument, NULL, OPT_CPUS},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"console-log", required_argument, NULL, OPT_CONSOLE_LOG},
-    {"guest-decompress", no_argument, NULL, OPT_GUEST_DECOMPRESS},
-    {"boot-timer", no_argument, NULL, OPT_BOOT_TIMER},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {"device", required_argument, NULL, OPT_DEVICE},
-    {"irq-mode", required_argument, NULL, OPT_IRQ_MODE},
-    {"msi-delivery", required_argument, NULL, OPT_MSI_DELIVERY},
-    {"intx-delivery", required_argument, NULL, OPT_INTX_DELIVERY},
-    {"stats", no_argument, NULL, OPT_STATS},
-    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
-    {"dtb", no_argument, NULL, OPT_DTB},
-    {"disk", required_argument, NULL, OPT_DISK},
-    {"rng", no_argument, NULL, OPT_RNG},
-    {"console", required_argument, NULL, OPT_CONSOLE},
-    {"net", required_argument, NULL, OPT_NET},
-    {NULL, 0, NULL, 0},
-};
-
-void options_print_help(FILE *out, const char *argv0)
-{
-	fprintf(out,
-		"usage: %s --kernel FILE [options]\n"
-		"Boots a Linux kernel (bzImage or ELF vmlinux) in a KVM virtual machine.\n"
-		"\n"
-		"  --kernel FILE         bzImage (boot protocol 2.12+, 64-bit) or ELF64 vmlinux\n"
-		"  --initrd FILE         initial ramdisk\n"
-		"  --cmdline STRING      appended to the default kernel command line\n"
-		"                        (default: \"" VMM_DEFAULT_CMDLINE "\")\n"
-		"  --no-default-cmdline  use only --cmdline\n"
-		"  --memory MIB          guest RAM in MiB (default 256)\n"
-		"  --cpus N              number of vCPUs (default 1)\n"
-		"  --timeout SECONDS     stop the guest after this long (exit code 6)\n"
-		"  --console-log FILE    write the serial console to FILE instead of stdout\n"
-		"  --guest-decompress    enter the bzImage at +0x200 so the kernel decompresses\n"
-		"                        itself (default: the VMM decompresses gzip, LZ4, xz and\n"
-		"                        zstd payloads and enters the ELF directly)\n"
-		"  --boot-timer          print boot markers (MMIO 0xc0000000 byte 123, port 0x80\n"
-		"                        codes 0x40-0x7f), exec-to-first-KVM_RUN time and VMM RSS\n"
-		"  --device testdev[,vectors=N][,slot=S]\n"
-		"                        a PCI test device with MSI-X (N vectors, 1-2048,\n"
-		"                        default 8) and INTx; repeatable; slots from 1 up\n"
-		"  --disk PATH[,ro][,direct]\n"
-		"                        virtio-blk on a raw file or block device (io_uring);\n"
-		"                        ro: read-only, direct: O_DIRECT; repeatable\n"
-		"  --rng                 virtio-rng, fed from getrandom()\n"
-		"  --console serial|virtio\n"
-		"                        where stdin/stdout go: ttyS0 (default) or a\n"
-		"                        virtio-console (hvc0; the default command line then\n"
-		"                        says console=hvc0)\n"
-		"  --net tap[=NAME][,mac=XX:XX:XX:XX:XX:XX]\n"
-		"                        virtio-net on a tap device (created if missing)\n"
-		"  --irq-mode msix|intx  intx hides every MSI-X capability (default msix)\n"
-		"  --msi-delivery irqfd|signal\n"
-		"                        MSI through GSI routes + irqfd (default) or\n"
-		"                        KVM_SIGNAL_MSI\n"
-		"  --intx-delivery resample|line\n"
-		"                        INTx through irqfd + resamplefd (default where KVM\n"
-		"                        has KVM_CAP_IRQFD_RESAMPLE) or KVM_IRQ_LINE\n"
-		"  --stats               print interrupt counts per line, pin and vector at exit\n"
-		"  --dump-dtb FILE       write the machine's flattened device tree to FILE\n"
-		"  --dtb                 also give it to the guest (boot_params setup_data,\n"
-		"                        SETUP_DTB); a kernel with CONFIG_OF acts on it\n"
-		"  -v, --verbose         more diagnostics (twice for debug)\n"
-		"  -h, --help            this text\n"
-		"      --version         print the version\n"
-		"\n"
-		"Console: stdin goes to the guest's ttyS0; on a terminal, Ctrl-A x quits and\n"
-		"Ctrl-A Ctrl-A sends Ctrl-A.\n"
-		"\n"
-		"Exit codes:\n"
-		"  0    the guest reset or shut down (a reboot ends the VM)\n"
-		"  odd  (value << 1) | 1: the guest wrote value to the debug-exit port 0xf4\n"
-		"  2    bad input or usage (missing or invalid kernel, initrd, option)\n"
-		"  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
-		"  6    --timeout expired\n"
-		"  8    host problem (no /dev/kvm, missing KVM capability, host I/O error)\n"
-		"  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n",
-		argv0);
-}
-
-static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out,
-		     struct err *e)
+int options_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out,
+		      struct err *e)
 {
 	char *end;
 	errno = 0;
@@ -136,238 +31,425 @@ static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
 	if (errno || *end)
 		goto bad;
 	if (v < min || v > max)
-		return err_set(e, EXIT_USAGE, "%s %s: must be between %llu and %llu", opt, s,
+		return err_set(e, ERR_INPUT, "%s %s: must be between %llu and %llu", what, s,
 			       (unsigned long long)min, (unsigned long long)max);
 	*out = v;
 	return 0;
 bad:
-	return err_set(e, EXIT_USAGE, "%s: '%s' is not a whole number", opt, s);
+	return err_set(e, ERR_INPUT, "%s: '%s' is not a whole number", what, s);
 }
 
-/* "testdev[,vectors=N][,slot=S]" */
-static int parse_device(struct vm_options *o, const char *arg, struct err *e)
+/* Picks `arg` from a list of words; the index, or -1 with an error. */
+static int pick(const char *opt, const char *arg, const char *const *words, struct err *e)
 {
-	char buf[128], *save = NULL;
+	for (int i = 0; words[i]; i++)
+		if (!strcmp(arg, words[i]))
+			return i;
+	return err_set(e, ERR_INPUT, "%s %s: use %s or %s", opt, arg, words[0], words[1]);
+}
+
+static int opt_kernel(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)e;
+	o->kernel = arg;
+	return 0;
+}
+
+static int opt_initrd(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)e;
+	o->initrd = arg;
+	return 0;
+}
+
+static int opt_cmdline(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)e;
+	o->cmdline_extra = arg;
+	return 0;
+}
+
+static int opt_no_default_cmdline(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->no_default_cmdline = true;
+	return 0;
+}
+
+static int opt_memory(struct vm_options *o, char *arg, struct err *e)
+{
+	/* 2 MiB: the BIOS area plus a minimal kernel; 1 TiB: sanity. */
+	return options_parse_u64("--memory", arg, 2, 1ULL << 20, &o->memory_mib, e);
+}
+
+static int opt_cpus(struct vm_options *o, char *arg, struct err *e)
+{
 	uint64_t v;
-	if (o->ndevices == VMM_MAX_DEVICES)
-		return err_set(e, EXIT_USAGE, "--device: at most %d devices", VMM_MAX_DEVICES);
-	if (strlen(arg) >= sizeof(buf))
-		return err_set(e, EXIT_USAGE, "--device %s: too long", arg);
-	strcpy(buf, arg);
-	struct device_spec d = {.kind = DEVICE_TESTDEV, .vectors = 8, .slot = -1};
-	char *tok = strtok_r(buf, ",", &save);
-	if (!tok || strcmp(tok, "testdev"))
-		return err_set(e, EXIT_USAGE, "--device %s: unknown device '%s' (known: testdev)",
-			       arg, tok ? tok : "");
-	while ((tok = strtok_r(NULL, ",", &save))) {
-		if (!strncmp(tok, "vectors=", 8)) {
-			if (parse_u64("--device vectors", tok + 8, 1, 2048, &v, e))
-				return -1;
-			d.vectors = (unsigned)v;
-		} else if (!strncmp(tok, "slot=", 5)) {
-			if (parse_u64("--device slot", tok + 5, 1, 31, &v, e))
-				return -1;
-			d.slot = (int)v;
-		} else {
-			return err_set(e, EXIT_USAGE, "--device %s: unknown property '%s'", arg,
-				       tok);
-		}
-	}
-	o->devices[o->ndevices++] = d;
+	if (options_parse_u64("--cpus", arg, 1, VMM_MAX_VCPUS, &v, e))
+		return -1;
+	o->cpus = (unsigned)v;
 	return 0;
 }
 
-/* "PATH[,ro][,direct]"; the path itself may not contain a comma. */
-static int parse_disk(struct vm_options *o, char *arg, struct err *e)
+static int opt_timeout(struct vm_options *o, char *arg, struct err *e)
 {
-	char *save = NULL;
-	if (o->ndevices == VMM_MAX_DEVICES)
-		return err_set(e, EXIT_USAGE, "--disk: at most %d devices", VMM_MAX_DEVICES);
-	struct device_spec d = {.kind = DEVICE_VIRTIO_BLK, .slot = -1};
-	char *tok = strtok_r(arg, ",", &save);
-	if (!tok || !*tok)
-		return err_set(e, EXIT_USAGE, "--disk needs a path");
-	d.path = tok;
-	while ((tok = strtok_r(NULL, ",", &save))) {
-		if (!strcmp(tok, "ro"))
-			d.readonly = true;
-		else if (!strcmp(tok, "direct"))
-			d.direct = true;
-		else
-			return err_set(e, EXIT_USAGE, "--disk %s: unknown flag '%s' (ro, direct)",
-				       d.path, tok);
-	}
-	o->devices[o->ndevices++] = d;
+	char *end;
+	errno = 0;
+	o->timeout_s = strtod(arg, &end);
+	if (errno || *end || !*arg || !isfinite(o->timeout_s) || o->timeout_s <= 0 ||
+	    o->timeout_s > 1e7)
+		return err_set(e, ERR_INPUT, "--timeout: '%s' is not a positive number of seconds",
+			       arg);
 	return 0;
 }
 
-static int add_device(struct vm_options *o, struct device_spec d, const char *opt, struct err *e)
+static int opt_console_log(struct vm_options *o, char *arg, struct err *e)
 {
-	if (o->ndevices == VMM_MAX_DEVICES)
-		return err_set(e, EXIT_USAGE, "%s: at most %d devices", opt, VMM_MAX_DEVICES);
-	o->devices[o->ndevices++] = d;
+	(void)e;
+	o->console_log = arg;
 	return 0;
 }
 
-/* "tap[=NAME][,mac=XX:XX:XX:XX:XX:XX]" */
-static int parse_net(struct vm_options *o, char *arg, struct err *e)
+static int opt_guest_decompress(struct vm_options *o, char *arg, struct err *e)
 {
-	char *save = NULL;
-	struct device_spec d = {.kind = DEVICE_VIRTIO_NET, .slot = -1};
-	char *tok = strtok_r(arg, ",", &save);
-	if (!tok || strncmp(tok, "tap", 3) || (tok[3] && tok[3] != '='))
-		return err_set(e, EXIT_USAGE, "--net %s: only tap[=NAME] is supported", arg);
-	d.path = tok[3] == '=' ? tok + 4 : NULL;
-	while ((tok = strtok_r(NULL, ",", &save))) {
-		unsigned m[6];
-		char extra;
-		if (strncmp(tok, "mac=", 4) ||
-		    sscanf(tok + 4, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4],
-			   &m[5], &extra) != 6)
-			return err_set(e, EXIT_USAGE,
-				       "--net: bad property '%s' (mac=XX:XX:XX:XX:XX:XX)", tok);
-		if (m[0] & 1)
-			return err_set(e, EXIT_USAGE, "--net %s: a multicast MAC cannot be a NIC's",
-				       tok);
-		for (int i = 0; i < 6; i++)
-			d.mac[i] = (uint8_t)m[i];
-		d.has_mac = true;
+	(void)arg;
+	(void)e;
+	o->guest_decompress = true;
+	return 0;
+}
+
+static int opt_boot_timer(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->boot_timer = true;
+	return 0;
+}
+
+static int opt_device(struct vm_options *o, char *arg, struct err *e)
+{
+	char *props = strchr(arg, ',');
+	if (props)
+		*props++ = 0;
+	const struct device_kind *kind = device_kind_for_device_option(arg);
+	if (!kind) {
+		char known[128] = "";
+		for (const struct device_kind *const *k = device_kinds; *k; k++)
+			if (!(*k)->option)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known),
+					 "%s%s", known[0] ? ", " : "", (*k)->name);
+		return err_set(e, ERR_INPUT, "--device: unknown device '%s' (known: %s)", arg,
+			       known);
 	}
-	return add_device(o, d, "--net", e);
+	struct device_spec *spec = options_add_device(o, kind, "--device", e);
+	if (!spec)
+		return -1;
+	int ret = kind->parse(spec, props, e);
+	if (ret)
+		o->ndevices--;
+	return ret < 0 ? -1 : 0;
+}
+
+static int opt_irq_mode(struct vm_options *o, char *arg, struct err *e)
+{
+	static const char *const modes[] = {"msix", "intx", NULL}; /* enum irq_mode */
+	int m = pick("--irq-mode", arg, modes, e);
+	if (m < 0)
+		return -1;
+	o->irq_mode = (enum irq_mode)m;
+	return 0;
+}
+
+static int opt_msi_delivery(struct vm_options *o, char *arg, struct err *e)
+{
+	static const char *const modes[] = {"irqfd", "signal", NULL}; /* enum irq_msi_delivery */
+	int m = pick("--msi-delivery", arg, modes, e);
+	if (m < 0)
+		return -1;
+	o->msi_delivery = m;
+	return 0;
+}
+
+static int opt_intx_delivery(struct vm_options *o, char *arg, struct err *e)
+{
+	static const char *const modes[] = {"resample", "line", NULL}; /* irq_intx_delivery */
+	int m = pick("--intx-delivery", arg, modes, e);
+	if (m < 0)
+		return -1;
+	o->intx_delivery = m;
+	return 0;
+}
+
+static int opt_stats(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->stats = true;
+	return 0;
+}
+
+static int opt_dump_dtb(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)e;
+	o->dump_dtb = arg;
+	return 0;
+}
+
+static int opt_dtb(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->dtb = true;
+	return 0;
+}
+
+static int opt_verbose(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->verbosity++;
+	return 0;
+}
+
+static int opt_help(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->help = true;
+	return 0;
+}
+
+static int opt_version(struct vm_options *o, char *arg, struct err *e)
+{
+	(void)arg;
+	(void)e;
+	o->version = true;
+	return 0;
+}
+
+/* The machine's options, in --help order. Device options follow from the
+ * registry, after "--device" (see options_for_each below). */
+static const struct option_def machine_options[] = {
+    {"kernel", 0, "FILE", "bzImage (boot protocol 2.12+, 64-bit) or ELF64 vmlinux", opt_kernel},
+    {"initrd", 0, "FILE", "initial ramdisk", opt_initrd},
+    {"cmdline", 0, "STRING",
+     "appended to the default kernel command line (default: \"" VMM_DEFAULT_CMDLINE "\")",
+     opt_cmdline},
+    {"no-default-cmdline", 0, NULL, "use only --cmdline", opt_no_default_cmdline},
+    {"memory", 0, "MIB", "guest RAM in MiB (default " OPTIONS_STR(VMM_DEFAULT_MIB) ")", opt_memory},
+    {"cpus", 0, "N", "number of vCPUs (default 1)", opt_cpus},
+    {"timeout", 0, "SECONDS", "stop the guest after this long (exit code 6)", opt_timeout},
+    {"console-log", 0, "FILE", "write the serial console to FILE instead of stdout",
+     opt_console_log},
+    {"guest-decompress", 0, NULL,
+     "enter the bzImage at +0x200 so the kernel decompresses itself (default: the VMM "
+     "decompresses gzip, LZ4, xz and zstd payloads and enters the ELF directly)",
+     opt_guest_decompress},
+    {"boot-timer", 0, NULL,
+     "print boot markers (MMIO 0xc0000000 byte 123, port 0x80 codes 0x40-0x7f), "
+     "exec-to-first-KVM_RUN time and VMM RSS",
+     opt_boot_timer},
+    {"device", 0, "NAME[,...]", NULL, opt_device}, /* help: one entry per --device kind */
+    {"irq-mode", 0, "msix|intx", "intx hides every MSI-X capability (default msix)", opt_irq_mode},
+    {"msi-delivery", 0, "irqfd|signal",
+     "MSI through GSI routes + irqfd (default) or KVM_SIGNAL_MSI", opt_msi_delivery},
+    {"intx-delivery", 0, "resample|line",
+     "INTx through irqfd + resamplefd (default where KVM has KVM_CAP_IRQFD_RESAMPLE) or "
+     "KVM_IRQ_LINE",
+     opt_intx_delivery},
+    {"stats", 0, NULL, "print interrupt counts per line, pin and vector at exit", opt_stats},
+    {"dump-dtb", 0, "FILE", "write the machine's flattened device tree to FILE", opt_dump_dtb},
+    {"dtb", 0, NULL,
+     "also give it to the guest (boot_params setup_data, SETUP_DTB); a kernel with CONFIG_OF "
+     "acts on it",
+     opt_dtb},
+    {"verbose", 'v', NULL, "more diagnostics (twice for debug)", opt_verbose},
+    {"help", 'h', NULL, "this text", opt_help},
+    {"version", 0, NULL, "print the version", opt_version},
+};
+#define NMACHINE (sizeof(machine_options) / sizeof(machine_options[0]))
+#define NOPTIONS (NMACHINE + VMM_MAX_DEVICES) /* a bound on the device kinds too */
+
+struct device_spec *options_add_device(struct vm_options *o, const struct device_kind *kind,
+				       const char *opt, struct err *e)
+{
+	if (kind->single) /* a later one replaces an earlier one */
+		for (unsigned i = 0; i < o->ndevices; i++)
+			if (o->devices[i].kind == kind) {
+				memmove(&o->devices[i], &o->devices[i + 1],
+					(o->ndevices - i - 1) * sizeof(o->devices[0]));
+				o->ndevices--;
+				break;
+			}
+	if (o->ndevices == VMM_MAX_DEVICES) {
+		err_set(e, ERR_INPUT, "%s: at most %d devices", opt, VMM_MAX_DEVICES);
+		return NULL;
+	}
+	struct device_spec *spec = &o->devices[o->ndevices++];
+	memset(spec, 0, sizeof(*spec));
+	spec->kind = kind;
+	spec->slot = -1;
+	return spec;
+}
+
+/* A device kind's own option (--disk, --rng, ...). */
+static int apply_device_option(struct vm_options *o, const struct device_kind *kind, char *arg,
+			       struct err *e)
+{
+	char opt[32];
+	snprintf(opt, sizeof(opt), "--%s", kind->option);
+	struct device_spec *spec = options_add_device(o, kind, opt, e);
+	if (!spec)
+		return -1;
+	int ret = kind->parse(spec, arg, e);
+	if (ret)
+		o->ndevices--; /* an error, or the value asked for no device */
+	return ret < 0 ? -1 : 0;
+}
+
+/* getopt_long's table: the machine's options, then each device kind with an
+ * option of its own; `val` is 256 + the index in that order. */
+static unsigned options_getopt_table(struct option *t, const struct device_kind **kinds)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < NMACHINE; i++, n++)
+		t[n] = (struct option){machine_options[i].name,
+				       machine_options[i].arg ? required_argument : no_argument,
+				       NULL, 256 + (int)n};
+	for (const struct device_kind *const *k = device_kinds; *k && n < NOPTIONS; k++) {
+		if (!(*k)->option)
+			continue;
+		kinds[n - NMACHINE] = *k;
+		t[n] = (struct option){(*k)->option, (*k)->arg ? required_argument : no_argument,
+				       NULL, 256 + (int)n};
+		n++;
+	}
+	t[n] = (struct option){NULL, 0, NULL, 0};
+	return n;
+}
+
+static void options_defaults(struct vm_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->memory_mib = VMM_DEFAULT_MIB;
+	o->cpus = 1;
+	o->msi_delivery = IRQ_MSI_IRQFD;
+	o->intx_delivery = -1;
 }
 
 int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 {
-	uint64_t v;
-	char *end;
-	memset(o, 0, sizeof(*o));
-	o->memory_mib = 256;
-	o->cpus = 1;
-	o->msi_delivery = IRQ_MSI_IRQFD;
-	o->intx_delivery = -1;
+	struct option table[NOPTIONS + 1];
+	const struct device_kind *kinds[NOPTIONS] = {0};
+	char shorts[2 * NMACHINE + 2] = ":";
+	unsigned n = options_getopt_table(table, kinds);
+	for (unsigned i = 0; i < NMACHINE; i++)
+		if (machine_options[i].short_name)
+			snprintf(shorts + strlen(shorts), sizeof(shorts) - strlen(shorts), "%c%s",
+				 machine_options[i].short_name, machine_options[i].arg ? ":" : "");
+	options_defaults(o);
 	opterr = 0;
 	optind = 1;
 	for (;;) {
-		int c = getopt_long(argc, argv, ":vh", long_options, NULL);
+		int c = getopt_long(argc, argv, shorts, table, NULL);
 		if (c == -1)
 			break;
-		switch (c) {
-		case OPT_KERNEL: o->kernel = optarg; break;
-		case OPT_INITRD: o->initrd = optarg; break;
-		case OPT_CMDLINE: o->cmdline_extra = optarg; break;
-		case OPT_NO_DEFAULT_CMDLINE: o->no_default_cmdline = true; break;
-		case OPT_MEMORY:
-			/* 2 MiB: the BIOS area plus a minimal kernel; 1 TiB: sanity. */
-			if (parse_u64("--memory", optarg, 2, 1ULL << 20, &v, e))
-				return -1;
-			o->memory_mib = v;
-			break;
-		case OPT_CPUS:
-			if (parse_u64("--cpus", optarg, 1, 254, &v, e))
-				return -1;
-			o->cpus = (unsigned)v;
-			break;
-		case OPT_TIMEOUT:
-			errno = 0;
-			o->timeout_s = strtod(optarg, &end);
-			if (errno || *end || !*optarg || !isfinite(o->timeout_s) ||
-			    o->timeout_s <= 0 || o->timeout_s > 1e7)
-				return err_set(
-				    e, EXIT_USAGE,
-				    "--timeout: '%s' is not a positive number of seconds", optarg);
-			break;
-		case OPT_CONSOLE_LOG: o->console_log = optarg; break;
-		case OPT_GUEST_DECOMPRESS: o->guest_decompress = true; break;
-		case OPT_BOOT_TIMER: o->boot_timer = true; break;
-		case 'v': o->verbosity++; break;
-		case 'h': o->help = true; break;
-		case OPT_VERSION: o->version = true; break;
-		case OPT_DEVICE:
-			if (parse_device(o, optarg, e))
-				return -1;
-			break;
-		case OPT_IRQ_MODE:
-			if (!strcmp(optarg, "msix"))
-				o->irq_mode = IRQ_MODE_MSIX;
-			else if (!strcmp(optarg, "intx"))
-				o->irq_mode = IRQ_MODE_INTX;
-			else
-				return err_set(e, EXIT_USAGE, "--irq-mode %s: use msix or intx",
-					       optarg);
-			break;
-		case OPT_MSI_DELIVERY:
-			if (!strcmp(optarg, "irqfd"))
-				o->msi_delivery = IRQ_MSI_IRQFD;
-			else if (!strcmp(optarg, "signal"))
-				o->msi_delivery = IRQ_MSI_SIGNAL;
-			else
-				return err_set(e, EXIT_USAGE,
-					       "--msi-delivery %s: use irqfd or signal", optarg);
-			break;
-		case OPT_INTX_DELIVERY:
-			if (!strcmp(optarg, "resample"))
-				o->intx_delivery = IRQ_INTX_RESAMPLE;
-			else if (!strcmp(optarg, "line"))
-				o->intx_delivery = IRQ_INTX_LINE;
-			else
-				return err_set(e, EXIT_USAGE,
-					       "--intx-delivery %s: use resample or line", optarg);
-			break;
-		case OPT_STATS: o->stats = true; break;
-		case OPT_DUMP_DTB: o->dump_dtb = optarg; break;
-		case OPT_DTB: o->dtb = true; break;
-		case OPT_DISK:
-			if (parse_disk(o, optarg, e))
-				return -1;
-			break;
-		case OPT_RNG:
-			if (add_device(o,
-				       (struct device_spec){.kind = DEVICE_VIRTIO_RNG, .slot = -1},
-				       "--rng", e))
-				return -1;
-			break;
-		case OPT_CONSOLE:
-			if (!strcmp(optarg, "serial")) {
-				o->virtio_console = false;
-			} else if (!strcmp(optarg, "virtio")) {
-				if (!o->virtio_console &&
-				    add_device(o,
-					       (struct device_spec){.kind = DEVICE_VIRTIO_CONSOLE,
-								    .slot = -1},
-					       "--console", e))
-					return -1;
-				o->virtio_console = true;
-			} else {
-				return err_set(e, EXIT_USAGE, "--console %s: use serial or virtio",
-					       optarg);
-			}
-			break;
-		case OPT_NET:
-			if (parse_net(o, optarg, e))
-				return -1;
-			break;
-		case ':':
-			return err_set(e, EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
-		default:
-			return err_set(e, EXIT_USAGE, "unknown option '%s' (see --help)",
+		for (unsigned i = 0; i < NMACHINE; i++)
+			if (c == machine_options[i].short_name)
+				c = 256 + (int)i;
+		if (c == ':')
+			return err_set(e, ERR_INPUT, "option %s needs a value", argv[optind - 1]);
+		if (c < 256 || c >= 256 + (int)n)
+			return err_set(e, ERR_INPUT, "unknown option '%s' (see --help)",
 				       argv[optind - 1]);
-		}
+		unsigned i = (unsigned)c - 256;
+		int ret = i < NMACHINE ? machine_options[i].apply(o, optarg, e)
+				       : apply_device_option(o, kinds[i - NMACHINE], optarg, e);
+		if (ret)
+			return -1;
 	}
 	if (optind < argc)
-		return err_set(e, EXIT_USAGE, "unexpected argument '%s' (see --help)",
-			       argv[optind]);
+		return err_set(e, ERR_INPUT, "unexpected argument '%s' (see --help)", argv[optind]);
+	for (unsigned i = 0; i < o->ndevices; i++)
+		if (o->devices[i].kind->guest_console)
+			o->guest_console = o->devices[i].kind->guest_console;
 	if (o->help || o->version)
 		return 0;
 	if (!o->kernel)
-		return err_set(e, EXIT_USAGE, "no kernel given: use --kernel FILE (see --help)");
+		return err_set(e, ERR_INPUT, "no kernel given: use --kernel FILE (see --help)");
 	return 0;
+}
+
+/* "  --name ARG" then the help text from column 24, wrapped at 80. */
+static void print_option(FILE *out, char short_name, const char *name, const char *arg,
+			 const char *help)
+{
+	enum { COL = 24, WIDTH = 80 };
+	int used =
+	    short_name
+		? fprintf(out, "  -%c, --%s%s%s", short_name, name, arg ? " " : "", arg ? arg : "")
+		: fprintf(out, "  %s--%s%s%s", "    ", name, arg ? " " : "", arg ? arg : "");
+	const char *p = help;
+	if (used > COL - 2) {
+		fputc('\n', out);
+		used = 0;
+	}
+	while (*p) {
+		fprintf(out, "%*s", COL - used, "");
+		int room = WIDTH - COL, len = (int)strlen(p);
+		if (len > room) {
+			len = room;
+			while (len > 0 && p[len] != ' ')
+				len--;
+		}
+		fprintf(out, "%.*s\n", len, p);
+		p += len;
+		while (*p == ' ')
+			p++;
+		used = 0;
+	}
+}
+
+void options_print_help(FILE *out, const char *argv0)
+{
+	fprintf(out,
+		"usage: %s --kernel FILE [options]\n"
+		"Boots a Linux kernel (bzImage or ELF vmlinux) in a KVM virtual machine.\n\n",
+		argv0);
+	for (unsigned i = 0; i < NMACHINE; i++) {
+		const struct option_def *d = &machine_options[i];
+		if (d->apply != opt_device) {
+			print_option(out, d->short_name, d->name, d->arg, d->help);
+			continue;
+		}
+		for (const struct device_kind *const *k = device_kinds; *k; k++)
+			if (!(*k)->option)
+				print_option(out, 0, "device", (*k)->arg, (*k)->help);
+		for (const struct device_kind *const *k = device_kinds; *k; k++)
+			if ((*k)->option)
+				print_option(out, 0, (*k)->option, (*k)->arg, (*k)->help);
+	}
+	fprintf(out, "\n"
+		     "Console: stdin goes to the guest's ttyS0; on a terminal, Ctrl-A x quits and\n"
+		     "Ctrl-A Ctrl-A sends Ctrl-A.\n"
+		     "\n"
+		     "Exit codes:\n"
+		     "  0    the guest reset or shut down (a reboot ends the VM)\n"
+		     "  odd  (value << 1) | 1: the guest wrote value to the debug-exit port 0xf4\n"
+		     "  2    bad input or usage (missing or invalid kernel, initrd, option)\n"
+		     "  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
+		     "  6    --timeout expired\n"
+		     "  8    host problem (no /dev/kvm, missing KVM capability, host I/O error)\n"
+		     "  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n");
 }
 
 char *options_kernel_cmdline(const struct vm_options *o)
 {
-	const char *base = o->no_default_cmdline ? ""
-			   : o->virtio_console	 ? VMM_DEFAULT_CMDLINE_HVC
-						 : VMM_DEFAULT_CMDLINE;
+	char base[64] = "";
+	if (!o->no_default_cmdline)
+		snprintf(base, sizeof(base), "console=%s %s",
+			 o->guest_console ? o->guest_console : "ttyS0", VMM_DEFAULT_CMDLINE_TAIL);
 	const char *extra = o->cmdline_extra ? o->cmdline_extra : "";
 	size_t n = strlen(base) + strlen(extra) + 2;
 	char *s = malloc(n);

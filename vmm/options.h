@@ -1,4 +1,10 @@
-/* The command line of ./vmm: parsing, validation and --help. */
+/*
+ * The command line of ./vmm: parsing, validation and --help, from one table
+ * (vmm/options.c): each option is one entry with its name, argument, help
+ * text and handler. Device options (--disk, --net, --rng, --device NAME)
+ * come from the device registry (vmm/device_registry.h), one entry per
+ * device kind.
+ */
 #ifndef VMM_OPTIONS_H
 #define VMM_OPTIONS_H
 
@@ -7,32 +13,29 @@
 #include <stdio.h>
 
 struct err;
+struct device_kind;
 
-/* Appended to by --cmdline unless --no-default-cmdline: serial console,
- * reboot through the i8042 (ends the VM), reboot at once on panic. */
-#define VMM_DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
-/* With --console virtio the guest's console is hvc0. */
-#define VMM_DEFAULT_CMDLINE_HVC "console=hvc0 reboot=k panic=-1"
+/* Appended to by --cmdline unless --no-default-cmdline: the console
+ * (ttyS0, or the device that takes it: --console virtio is hvc0), reboot
+ * through the i8042 (ends the VM), reboot at once on panic. */
+#define VMM_DEFAULT_CMDLINE_TAIL "reboot=k panic=-1"
+#define VMM_DEFAULT_CMDLINE	 "console=ttyS0 " VMM_DEFAULT_CMDLINE_TAIL
 
-#define VMM_MAX_DEVICES 16
+#define VMM_MAX_DEVICES	  16
+#define VMM_MAX_VCPUS	  254 /* the MP table's APIC IDs, IOAPIC included */
+#define VMM_DEFAULT_MIB	  256
+#define DEVICE_PARAMS_MAX 64
 
-enum device_kind {
-	DEVICE_TESTDEV,
-	DEVICE_VIRTIO_BLK,
-	DEVICE_VIRTIO_RNG,
-	DEVICE_VIRTIO_CONSOLE,
-	DEVICE_VIRTIO_NET
-};
+/* A constant's value in a help string. */
+#define OPTIONS_STR(x)	OPTIONS_STR_(x)
+#define OPTIONS_STR_(x) #x
 
-/* One PCI device from --device, --disk or --rng, in command-line order. */
+/* One PCI device from the command line, in command-line order. */
 struct device_spec {
-	enum device_kind kind;
-	unsigned vectors; /* testdev: MSI-X table size */
-	int slot;	  /* -1: next free */
-	const char *path; /* virtio-blk: the file; virtio-net: the tap name */
-	bool readonly, direct;
-	bool has_mac;
-	uint8_t mac[6];
+	const struct device_kind *kind;
+	int slot; /* -1: next free */
+	/* The kind's own parameters, as its parse() left them. */
+	_Alignas(8) unsigned char params[DEVICE_PARAMS_MAX];
 };
 
 enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };
@@ -55,16 +58,24 @@ struct vm_options {
 	int msi_delivery;  /* enum irq_msi_delivery */
 	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
 	bool stats;
-	bool virtio_console;  /* --console virtio: stdin/stdout on hvc0 */
-	const char *dump_dtb; /* write the device tree here */
-	bool dtb;	      /* hand it to the guest (SETUP_DTB) */
+	const char *guest_console; /* a device's console (hvc0) has stdin/out */
+	const char *dump_dtb;	   /* write the device tree here */
+	bool dtb;		   /* hand it to the guest (SETUP_DTB) */
 	bool help, version;
 };
 
-/* 0 on success; -1 with a usage error. */
+/* 0 on success; -1 with a usage error. Values may point into argv. */
 int options_parse(struct vm_options *o, int argc, char **argv, struct err *e);
 void options_print_help(FILE *out, const char *argv0);
 /* The kernel command line: default + extra (caller frees). */
 char *options_kernel_cmdline(const struct vm_options *o);
+
+/* For device kinds' parsers: a whole number in [min, max], named `what`
+ * in the error ("--device vectors"). 0 or -1 with a usage error. */
+int options_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out,
+		      struct err *e);
+/* Appends a device of `kind`; `opt` names the option for the error. */
+struct device_spec *options_add_device(struct vm_options *o, const struct device_kind *kind,
+				       const char *opt, struct err *e);
 
 #endif

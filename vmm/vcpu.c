@@ -1,6 +1,7 @@
 #include "vcpu.h"
 
 #include "boot.h"
+#include "exit_code.h"
 #include "layout.h"
 #include "vcpu_diag.h"
 #include "vcpu_fallback.h"
@@ -41,7 +42,7 @@ static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 	struct kvm_cpuid2 *c = malloc(sz);
 	int have_kvm_leaf = 0;
 	if (!c)
-		return err_set(e, EXIT_HOST, "out of memory");
+		return err_set(e, ERR_HOST, "out of memory");
 	memcpy(c, sup, sz);
 	for (uint32_t i = 0; i < c->nent; i++) {
 		struct kvm_cpuid_entry2 *en = &c->entries[i];
@@ -61,12 +62,12 @@ static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 	}
 	if (!have_kvm_leaf) {
 		free(c);
-		return err_set(e, EXIT_HOST, "KVM_GET_SUPPORTED_CPUID has no KVM leaf 0x40000000");
+		return err_set(e, ERR_HOST, "KVM_GET_SUPPORTED_CPUID has no KVM leaf 0x40000000");
 	}
 	int ret = ioctl(v->fd, KVM_SET_CPUID2, c);
 	free(c);
 	if (ret < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_CPUID2 failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_CPUID2 failed: %s", strerror(errno));
 	return 0;
 }
 
@@ -100,7 +101,7 @@ static int vcpu_set_msrs(struct vcpu *v, struct err *e)
 	}
 	int ret = ioctl(v->fd, KVM_SET_MSRS, &msrs);
 	if (ret < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_MSRS failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_MSRS failed: %s", strerror(errno));
 	if ((unsigned)ret != n)
 		log_debug(&v->vm->log,
 			  "vCPU %u: KVM accepted %d of %u initial MSRs (MSR 0x%x refused)", v->id,
@@ -114,7 +115,7 @@ static int vcpu_set_lapic(struct vcpu *v, struct err *e)
 	struct kvm_lapic_state la;
 	uint32_t reg;
 	if (ioctl(v->fd, KVM_GET_LAPIC, &la) < 0)
-		return err_set(e, EXIT_HOST, "KVM_GET_LAPIC failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_GET_LAPIC failed: %s", strerror(errno));
 	memcpy(&reg, la.regs + APIC_LVT_LINT0, 4);
 	reg = (reg & ~0x700u & ~(1u << 16)) | APIC_MODE_EXTINT;
 	memcpy(la.regs + APIC_LVT_LINT0, &reg, 4);
@@ -122,7 +123,7 @@ static int vcpu_set_lapic(struct vcpu *v, struct err *e)
 	reg = (reg & ~0x700u & ~(1u << 16)) | APIC_MODE_NMI;
 	memcpy(la.regs + APIC_LVT_LINT1, &reg, 4);
 	if (ioctl(v->fd, KVM_SET_LAPIC, &la) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_LAPIC failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_LAPIC failed: %s", strerror(errno));
 	return 0;
 }
 
@@ -133,18 +134,18 @@ int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e)
 	v->id = id;
 	v->fd = ioctl(vm->kvm.vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (v->fd < 0)
-		return err_set(e, EXIT_HOST, "KVM_CREATE_VCPU %u failed: %s", id, strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_CREATE_VCPU %u failed: %s", id, strerror(errno));
 	v->run = mmap(NULL, (size_t)vm->kvm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
 		v->run = NULL;
-		return err_set(e, EXIT_HOST, "mmap of vCPU %u run area failed: %s", id,
+		return err_set(e, ERR_HOST, "mmap of vCPU %u run area failed: %s", id,
 			       strerror(errno));
 	}
 	if (vcpu_set_cpuid(v, e) || vcpu_set_msrs(v, e) || vcpu_set_lapic(v, e))
 		return -1;
 	struct kvm_fpu fpu = {.fcw = 0x37F, .mxcsr = 0x1F80};
 	if (ioctl(v->fd, KVM_SET_FPU, &fpu) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_FPU failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_FPU failed: %s", strerror(errno));
 	return 0;
 }
 
@@ -153,7 +154,7 @@ int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *
 	struct kvm_sregs s;
 	struct kvm_regs r;
 	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
-		return err_set(e, EXIT_HOST, "KVM_GET_SREGS failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_GET_SREGS failed: %s", strerror(errno));
 	/* boot.rst 64-bit protocol: long mode, paging, flat __BOOT_CS/__BOOT_DS. */
 	struct kvm_segment code = {.base = 0,
 				   .limit = 0xFFFFFFFF,
@@ -189,14 +190,14 @@ int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *
 	s.cr4 = 0x20;	/* PAE */
 	s.efer = 0x500; /* LME | LMA */
 	if (ioctl(v->fd, KVM_SET_SREGS, &s) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_SREGS failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_SREGS failed: %s", strerror(errno));
 	memset(&r, 0, sizeof(r));
 	r.rip = rip;
 	r.rsi = rsi;
 	r.rsp = r.rbp = LAYOUT_BOOT_STACK;
 	r.rflags = 0x2; /* interrupts off */
 	if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_REGS failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_REGS failed: %s", strerror(errno));
 	return 0;
 }
 
@@ -352,10 +353,10 @@ int vcpu_start(struct vcpu *v, struct err *e)
 	mask.hdr.len = 8;
 	memcpy(mask.bits, &set, 8);
 	if (ioctl(v->fd, KVM_SET_SIGNAL_MASK, &mask) < 0)
-		return err_set(e, EXIT_HOST, "KVM_SET_SIGNAL_MASK failed: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "KVM_SET_SIGNAL_MASK failed: %s", strerror(errno));
 	int ret = pthread_create(&v->thread, NULL, vcpu_thread, v);
 	if (ret)
-		return err_set(e, EXIT_HOST, "cannot start vCPU thread: %s", strerror(ret));
+		return err_set(e, ERR_HOST, "cannot start vCPU thread: %s", strerror(ret));
 	v->thread_started = 1;
 	return 0;
 }

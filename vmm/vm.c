@@ -1,5 +1,6 @@
 #include "vm.h"
 
+#include "exit_code.h"
 #include "fdt.h"
 #include "layout.h"
 #include "mptable.h"
@@ -25,9 +26,10 @@
 
 #define KERNEL_FILE_MAX (512u << 20)
 
-static void vm_ctl_request_stop(void *ctx, int code, const char *why)
+static void vm_ctl_request_stop(void *ctx, enum machine_stop_reason reason, uint32_t value,
+				const char *why)
 {
-	vm_request_stop(ctx, code, why);
+	vm_request_stop(ctx, exit_code_for_stop(reason, value), why);
 }
 
 static void vm_on_panic(void *ctx)
@@ -75,9 +77,14 @@ static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *n
 {
 	int ret = bus_register(b, base, len, name, rd, wr, opaque);
 	if (ret)
-		return err_set(e, EXIT_HOST, "cannot register %s at %s 0x%llx: %s", name, b->name,
+		return err_set(e, ERR_HOST, "cannot register %s at %s 0x%llx: %s", name, b->name,
 			       (unsigned long long)base, strerror(-ret));
 	return 0;
+}
+
+static size_t vm_uart_receive(void *ctx, const uint8_t *buf, size_t len)
+{
+	return uart8250_receive(ctx, buf, len);
 }
 
 static int vm_create_devices(struct vm *vm, struct err *e)
@@ -85,6 +92,7 @@ static int vm_create_devices(struct vm *vm, struct err *e)
 	struct irq_line *com1 = irq_line_claim(&vm->irq, UART_COM1_IRQ, "uart8250 COM1");
 	struct char_sink out = {console_output, &vm->console};
 	uart8250_init(&vm->uart, com1, out);
+	vm->console_input = (struct console_input){vm_uart_receive, &vm->uart};
 	i8042_init(&vm->i8042, vm->ctl);
 	rtc_init(&vm->rtc, NULL, NULL);
 	debug_exit_init(&vm->debug_exit, vm->ctl);
@@ -138,7 +146,7 @@ static int vm_device_tree(struct vm *vm, struct err *e)
 	if (o->dump_dtb) {
 		FILE *f = fopen(o->dump_dtb, "wb");
 		if (!f || fwrite(blob, 1, len, f) != len || fclose(f) != 0)
-			ret = err_set(e, EXIT_USAGE, "--dump-dtb %s: %s", o->dump_dtb,
+			ret = err_set(e, ERR_INPUT, "--dump-dtb %s: %s", o->dump_dtb,
 				      strerror(errno));
 	}
 	if (!ret && o->dtb)
@@ -155,7 +163,7 @@ static int vm_load_guest(struct vm *vm, struct err *e)
 	char *cmdline = options_kernel_cmdline(o);
 	int ret = -1;
 	if (!cmdline)
-		return err_set(e, EXIT_HOST, "out of memory");
+		return err_set(e, ERR_HOST, "out of memory");
 	if (file_read_all("kernel", o->kernel, KERNEL_FILE_MAX, &kernel, &kernel_len, e))
 		goto out;
 	/* Up to 4 GiB is read; whether it fits in RAM is the loader's call,
@@ -283,7 +291,7 @@ static int vm_watch_devices(struct vm *vm, struct err *e)
 		if (vm->irq.pins[i].resamplefd >= 0)
 			ret = vm_watch_fd(vm, vm->irq.pins[i].resamplefd, vm_on_resample, NULL, i);
 	if (ret)
-		return err_set(e, EXIT_HOST, "cannot watch the INTx resample fds: %s",
+		return err_set(e, ERR_HOST, "cannot watch the INTx resample fds: %s",
 			       strerror(-ret));
 	/* A regular file or /dev/null cannot be polled: no input then. */
 	if (vm->console.in_fd >= 0 &&
@@ -306,7 +314,7 @@ static int vm_setup_loop(struct vm *vm, struct err *e)
 	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (vm->epoll_fd < 0 || vm->wake_fd < 0 || vm->timeout_fd < 0 || vm->panic_fd < 0 ||
 	    vm->signal_fd < 0)
-		return err_set(e, EXIT_HOST, "cannot set up the event loop: %s", strerror(errno));
+		return err_set(e, ERR_HOST, "cannot set up the event loop: %s", strerror(errno));
 	int ret = vm_watch_fd(vm, vm->wake_fd, vm_on_wake, NULL, 0);
 	if (!ret)
 		ret = vm_watch_fd(vm, vm->timeout_fd, vm_on_timeout, NULL, 0);
@@ -315,7 +323,7 @@ static int vm_setup_loop(struct vm *vm, struct err *e)
 	if (!ret)
 		ret = vm_watch_fd(vm, vm->signal_fd, vm_on_signal, NULL, 0);
 	if (ret)
-		return err_set(e, EXIT_HOST, "cannot set up the event loop: %s", strerror(-ret));
+		return err_set(e, ERR_HOST, "cannot set up the event loop: %s", strerror(-ret));
 	if (vm->opts->timeout_s > 0) {
 		struct itimerspec its = {0};
 		its.it_value.tv_sec = (time_t)vm->opts->timeout_s;
@@ -356,7 +364,7 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		return -1;
 	log_info(&vm->log, "host: %s", kvm_host_kind(&vm->kvm));
 	if (o->cpus > (unsigned)vm->kvm.max_vcpus)
-		return err_set(e, EXIT_USAGE, "--cpus %u: KVM on this host allows at most %d vCPUs",
+		return err_set(e, ERR_INPUT, "--cpus %u: KVM on this host allows at most %d vCPUs",
 			       o->cpus, vm->kvm.max_vcpus);
 	vm->nvcpus = o->cpus;
 	if (kvm_create_vm(&vm->kvm, &vm->mem, e) ||
@@ -368,7 +376,7 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	vm->irq.msi_mode = (enum irq_msi_delivery)o->msi_delivery;
 	if (o->intx_delivery == IRQ_INTX_RESAMPLE && !vm->kvm.has_irqfd_resample)
 		return err_set(
-		    e, EXIT_HOST,
+		    e, ERR_HOST,
 		    "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
 	vm->irq.intx_mode = o->intx_delivery >= 0	 ? (enum irq_intx_delivery)o->intx_delivery
 			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE
@@ -376,9 +384,11 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	if (vm_setup_loop(vm, e) || vm_create_devices(vm, e) || vm_create_pci(vm, e) ||
 	    vm_write_mptable(vm, e) || vm_device_tree(vm, e) || vm_watch_devices(vm, e))
 		return -1;
-	for (unsigned i = 0; i < vm->nvcpus; i++)
+	for (unsigned i = 0; i < vm->nvcpus; i++) {
+		vm->vcpus_created++; /* a half-made vCPU is destroyed too */
 		if (vcpu_create(vm, &vm->vcpus[i], i, e))
 			return -1;
+	}
 	return vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e);
 }
 
@@ -388,9 +398,7 @@ static void vm_on_console(struct vm *vm, struct vm_watch *w)
 	size_t n;
 	enum console_input_result r = console_read_input(&vm->console, buf, sizeof(buf), &n);
 	if (n) {
-		size_t taken = vm->vconsole && vm->opts->virtio_console
-				   ? virtio_console_receive(vm->vconsole, buf, n)
-				   : uart8250_receive(&vm->uart, buf, n);
+		size_t taken = vm->console_input.receive(vm->console_input.ctx, buf, n);
 		if (taken < n)
 			log_debug(&vm->log, "console: guest receive buffer full, %zu bytes dropped",
 				  n - taken);
@@ -487,7 +495,8 @@ int vm_run(struct vm *vm, struct err *e)
 
 void vm_destroy(struct vm *vm)
 {
-	for (unsigned i = 0; i < vm->nvcpus; i++)
+	/* Only what exists: a failure before the vCPUs leaves none to close. */
+	for (unsigned i = 0; i < vm->vcpus_created; i++)
 		vcpu_destroy(&vm->vcpus[i]);
 	int fds[] = {vm->wake_fd, vm->epoll_fd, vm->signal_fd, vm->timeout_fd, vm->panic_fd};
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)

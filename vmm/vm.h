@@ -9,6 +9,7 @@
 
 #include "boot.h"
 #include "console.h"
+#include "device_registry.h"
 #include "kvm.h"
 #include "options.h"
 #include "vcpu.h"
@@ -36,7 +37,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#define VM_MAX_VCPUS 254
+#define VM_MAX_VCPUS VMM_MAX_VCPUS
 /* After "Kernel panic - not syncing", let the trace print, then stop. */
 #define VM_PANIC_GRACE_S 10
 #define VM_MAX_WATCHES	 64
@@ -72,17 +73,14 @@ struct vm {
 	struct pvpanic pvpanic;
 	struct boot_timer boot_timer;
 	struct pci_bus pci;
-	struct pci_testdev *testdevs[VMM_MAX_DEVICES];
-	unsigned ntestdevs;
-	struct virtio_pci *virtio[VMM_MAX_DEVICES];
-	struct virtio_blk *blks[VMM_MAX_DEVICES];
-	struct virtio_rng *rngs[VMM_MAX_DEVICES];
-	struct virtio_net *nets[VMM_MAX_DEVICES];
-	struct virtio_console *vconsole;
-	unsigned nvirtio, nblks, nrngs, nnets;
+	struct vm_device devices[VMM_MAX_DEVICES]; /* vmm/device_registry.h */
+	unsigned ndevices;
+	/* Where console input goes: the UART, or a device that took it. */
+	struct console_input console_input;
 
 	struct vcpu vcpus[VM_MAX_VCPUS];
-	unsigned nvcpus;
+	unsigned nvcpus;	/* the machine's (MP table, CPUID) */
+	unsigned vcpus_created; /* of those, created so far */
 	struct boot_result boot;
 
 	atomic_int exit_code; /* -1 while running */
@@ -106,10 +104,6 @@ void vm_note_first_run(struct vm *vm);
 /* The main loop calls ready() whenever fd is readable. */
 int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
 int vm_watch_call_fd_edge(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
-/* vmm/vm_devices.c: the PCI bus and its devices, in command-line order. */
-int vm_create_pci(struct vm *vm, struct err *e);
-void vm_destroy_pci(struct vm *vm);
-void vm_print_pci_stats(struct vm *vm, FILE *out);
 int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
 		unsigned index);
 

@@ -403,7 +403,7 @@ int main(int argc, char **argv)
 	if (virtio_blk_init(&b->blk, path, true, true, &e) < 0) {
 		fprintf(stderr, "blk_bench: virtio_blk_init: %s\n", e.msg);
 		virtio_blk_destroy(&b->blk);
-		return e.code == EXIT_USAGE ? 2 : 1;
+		return e.kind == ERR_INPUT ? 2 : 1;
 	}
 	b->nblocks = b->blk.capacity * SECTOR / BLOCK;
 	if (b->nblocks == 0) {

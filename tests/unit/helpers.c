@@ -1,5 +1,7 @@
 #include "helpers.h"
 
+#include "vmm/exit_code.h"
+
 #include <check.h>
 #include <elf.h>
 #include <errno.h>
@@ -272,11 +274,14 @@ int irq_rec_last(const struct irq_rec *r, uint32_t gsi)
 	return -1;
 }
 
-static void stop_rec_request(void *ctx, int code, const char *why)
+static void stop_rec_request(void *ctx, enum machine_stop_reason reason, uint32_t value,
+			     const char *why)
 {
 	struct stop_rec *r = ctx;
 	if (r->n++ == 0) {
-		r->code = code;
+		r->reason = reason;
+		r->value = value;
+		r->code = exit_code_for_stop(reason, value); /* what ./vmm would exit with */
 		snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
 	}
 }

@@ -142,6 +142,8 @@ int irq_rec_last(const struct irq_rec *r, uint32_t gsi);
 /* Recording machine control. */
 struct stop_rec {
 	unsigned n;
+	enum machine_stop_reason reason;
+	uint32_t value;
 	int code;
 	char why[128];
 };

@@ -55,7 +55,7 @@ static int load(const uint8_t *img, size_t len, const char *cmdline, struct boot
 #define ck_assert_usage_error(ret, e)                                                              \
 	do {                                                                                       \
 		ck_assert_int_eq((ret), -1);                                                       \
-		ck_assert_int_eq((e).code, EXIT_USAGE);                                            \
+		ck_assert_int_eq((e).kind, ERR_INPUT);                                             \
 		ck_assert_msg((e).msg[0] != 0, "error without a message");                         \
 	} while (0)
 

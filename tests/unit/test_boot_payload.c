@@ -43,7 +43,7 @@ static void teardown(void)
 #define ck_assert_usage_error(ret, e)                                                              \
 	do {                                                                                       \
 		ck_assert_int_eq((ret), -1);                                                       \
-		ck_assert_int_eq((e).code, EXIT_USAGE);                                            \
+		ck_assert_int_eq((e).kind, ERR_INPUT);                                             \
 		ck_assert_msg((e).msg[0] != 0, "error without a message");                         \
 	} while (0)
 
@@ -580,11 +580,11 @@ START_TEST(test_corrupt_xz_and_zstd_rejected)
 		zs[zlen / 2 + i] ^= 0x5A;
 	}
 	ck_assert_int_ne(load_payload(xz, xlen, false, &r, &e, NULL), 0);
-	ck_assert_int_eq(e.code, EXIT_USAGE);
+	ck_assert_int_eq(e.kind, ERR_INPUT);
 	ck_assert_ptr_nonnull(strstr(e.msg, "xz payload is corrupt"));
 	memset(&e, 0, sizeof(e));
 	ck_assert_int_ne(load_payload(zs, zlen, false, &r, &e, NULL), 0);
-	ck_assert_int_eq(e.code, EXIT_USAGE);
+	ck_assert_int_eq(e.kind, ERR_INPUT);
 	ck_assert_ptr_nonnull(strstr(e.msg, "zstd payload is corrupt"));
 	/* Truncated: half of the zstd stream, trailer kept. */
 	uint8_t *half = malloc(zlen / 2 + 4);

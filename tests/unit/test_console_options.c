@@ -226,7 +226,7 @@ static int parse_v(const char *const *args)
 #define ck_assert_usage_error(ret)                                                                 \
 	do {                                                                                       \
 		ck_assert_int_eq((ret), -1);                                                       \
-		ck_assert_int_eq(err.code, EXIT_USAGE);                                            \
+		ck_assert_int_eq(err.kind, ERR_INPUT);                                             \
 		ck_assert_msg(err.msg[0] != 0, "error without a message");                         \
 	} while (0)
 
@@ -269,7 +269,7 @@ START_TEST(test_options_bad_memory_rejected)
 	static const char *const bad[] = {"lots", "12x", "", "0", "-5", "-0", "0x100", "1e3"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int ret = PARSE("--kernel", "k", "--memory", bad[i]);
-		ck_assert_msg(ret == -1 && err.code == EXIT_USAGE && err.msg[0],
+		ck_assert_msg(ret == -1 && err.kind == ERR_INPUT && err.msg[0],
 			      "--memory '%s' was accepted", bad[i]);
 	}
 }
@@ -280,7 +280,7 @@ START_TEST(test_options_bad_cpus_rejected)
 	static const char *const bad[] = {"two", "0", "-1", "", "1.5", "4k"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int ret = PARSE("--kernel", "k", "--cpus", bad[i]);
-		ck_assert_msg(ret == -1 && err.code == EXIT_USAGE && err.msg[0],
+		ck_assert_msg(ret == -1 && err.kind == ERR_INPUT && err.msg[0],
 			      "--cpus '%s' was accepted", bad[i]);
 	}
 }
@@ -291,7 +291,7 @@ START_TEST(test_options_bad_timeout_rejected)
 	static const char *const bad[] = {"soon", "0", "-1", "", "nan", "inf", "5s"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int ret = PARSE("--kernel", "k", "--timeout", bad[i]);
-		ck_assert_msg(ret == -1 && err.code == EXIT_USAGE && err.msg[0],
+		ck_assert_msg(ret == -1 && err.kind == ERR_INPUT && err.msg[0],
 			      "--timeout '%s' was accepted", bad[i]);
 	}
 }

@@ -11,6 +11,7 @@
 #include "irq/irq.h"
 #include "vmm/base/clock.h"
 #include "vmm/base/err.h"
+#include "vmm/exit_code.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -26,11 +27,12 @@ START_TEST(test_debug_exit_code_is_value_shifted_or_1_low_byte)
 					  0x80, 0xFF, 0x100, 0x12345678, 0xFFFFFFFF};
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		uint32_t v = values[i];
-		ck_assert_int_eq(debug_exit_code(v), (int)(((v << 1) | 1) & 0xFF));
+		ck_assert_int_eq(exit_code_for_stop(MACHINE_STOP_GUEST_EXIT_VALUE, v),
+				 (int)(((v << 1) | 1) & 0xFF));
 	}
 	/* Always odd: never confused with the VMM's own codes. */
-	ck_assert_int_eq(debug_exit_code(0x10), 0x21);
-	ck_assert_int_eq(debug_exit_code(0), 1);
+	ck_assert_int_eq(exit_code_for_stop(MACHINE_STOP_GUEST_EXIT_VALUE, 0x10), 0x21);
+	ck_assert_int_eq(exit_code_for_stop(MACHINE_STOP_GUEST_EXIT_VALUE, 0), 1);
 }
 END_TEST
 
@@ -41,6 +43,8 @@ START_TEST(test_debug_exit_byte_write_requests_stop_with_code)
 	uint8_t v = 0x10;
 	debug_exit_write(&d, 0, &v, 1);
 	ck_assert_uint_eq(stops.n, 1);
+	ck_assert_int_eq(stops.reason, MACHINE_STOP_GUEST_EXIT_VALUE);
+	ck_assert_uint_eq(stops.value, 0x10);
 	ck_assert_int_eq(stops.code, 0x21);
 }
 END_TEST
@@ -52,6 +56,7 @@ START_TEST(test_debug_exit_dword_write_requests_stop_with_code)
 	uint8_t v[4] = {0x03, 0x00, 0x00, 0x00};
 	debug_exit_write(&d, 0, v, 4);
 	ck_assert_uint_eq(stops.n, 1);
+	ck_assert_uint_eq(stops.value, 3);
 	ck_assert_int_eq(stops.code, 0x07);
 }
 END_TEST
@@ -76,6 +81,7 @@ START_TEST(test_i8042_command_0xfe_requests_stop_guest_off)
 	uint8_t c = 0xFE;
 	i8042_command_write(&k, 0, &c, 1);
 	ck_assert_uint_eq(stops.n, 1);
+	ck_assert_int_eq(stops.reason, MACHINE_STOP_GUEST_RESET);
 	ck_assert_int_eq(stops.code, EXIT_GUEST_OFF);
 }
 END_TEST
@@ -114,6 +120,7 @@ START_TEST(test_pvpanic_write_panicked_requests_crash_exit)
 	uint8_t v = 1;
 	pvpanic_write(&p, 0, &v, 1);
 	ck_assert_uint_eq(stops.n, 1);
+	ck_assert_int_eq(stops.reason, MACHINE_STOP_GUEST_PANIC);
 	ck_assert_int_eq(stops.code, EXIT_GUEST_CRASH);
 }
 END_TEST

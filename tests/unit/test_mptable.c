@@ -309,7 +309,7 @@ static void check_rejected(struct mp_pci_irq bad)
 	struct mp_config c = {.ncpus = 1, .pci_irqs = &bad, .npci_irqs = 1};
 	struct err e = {0};
 	ck_assert_int_eq(mptable_write(&ram.m, &c, &e), -1);
-	ck_assert_int_eq(e.code, EXIT_USAGE);
+	ck_assert_int_eq(e.kind, ERR_INPUT);
 	ck_assert_msg(e.msg[0] != 0, "error without a message");
 }
 

@@ -3,20 +3,20 @@
 #include <stdio.h>
 #include <string.h>
 
-int err_vset(struct err *e, int code, const char *fmt, va_list ap)
+int err_vset(struct err *e, enum err_kind kind, const char *fmt, va_list ap)
 {
 	if (!e || e->msg[0])
 		return -1;
-	e->code = code;
+	e->kind = kind;
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	return -1;
 }
 
-int err_set(struct err *e, int code, const char *fmt, ...)
+int err_set(struct err *e, enum err_kind kind, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	err_vset(e, code, fmt, ap);
+	err_vset(e, kind, fmt, ap);
 	va_end(ap);
 	return -1;
 }

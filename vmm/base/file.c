@@ -15,22 +15,22 @@ int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf,
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, EXIT_USAGE, "cannot open %s '%s': %s", what, path,
+		return err_set(e, ERR_INPUT, "cannot open %s '%s': %s", what, path,
 			       strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return err_set(e, EXIT_USAGE, "%s '%s' is not a regular file", what, path);
+		return err_set(e, ERR_INPUT, "%s '%s' is not a regular file", what, path);
 	}
 	if (st.st_size == 0 || (uint64_t)st.st_size > max) {
 		close(fd);
-		return err_set(e, EXIT_USAGE, "%s '%s' is %s (%lld bytes)", what, path,
+		return err_set(e, ERR_INPUT, "%s '%s' is %s (%lld bytes)", what, path,
 			       st.st_size == 0 ? "empty" : "too large", (long long)st.st_size);
 	}
 	size_t size = (size_t)st.st_size, done = 0;
 	uint8_t *p = malloc(size);
 	if (!p) {
 		close(fd);
-		return err_set(e, EXIT_HOST, "out of memory reading %s '%s'", what, path);
+		return err_set(e, ERR_HOST, "out of memory reading %s '%s'", what, path);
 	}
 	while (done < size) {
 		ssize_t n = read(fd, p + done, size - done);
@@ -40,7 +40,7 @@ int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf,
 			int err = n < 0 ? errno : EIO;
 			free(p);
 			close(fd);
-			return err_set(e, EXIT_USAGE, "cannot read %s '%s': %s", what, path,
+			return err_set(e, ERR_INPUT, "cannot read %s '%s': %s", what, path,
 				       strerror(err));
 		}
 		done += (size_t)n;

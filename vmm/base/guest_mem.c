@@ -25,12 +25,12 @@ int guest_mem_create(struct guest_mem *m, uint64_t ram_size, struct err *e)
 {
 	void *p;
 	if (ram_size == 0 || ram_size > (1ULL << 46))
-		return err_set(e, EXIT_USAGE, "guest memory size %llu bytes is out of range",
+		return err_set(e, ERR_INPUT, "guest memory size %llu bytes is out of range",
 			       (unsigned long long)ram_size);
 	p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return err_set(e, EXIT_HOST, "cannot map %llu MiB of guest memory: %s",
+		return err_set(e, ERR_HOST, "cannot map %llu MiB of guest memory: %s",
 			       (unsigned long long)(ram_size >> 20), strerror(errno));
 	/* Guest RAM is not worth dumping with the VMM, and THP helps the guest. */
 	madvise(p, ram_size, MADV_DONTDUMP);

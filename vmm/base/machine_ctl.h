@@ -1,23 +1,34 @@
 /*
- * What a device may ask of the machine, without knowing `struct vm`:
- * stop with an exit code, write to the console. Tests pass recorders.
+ * What a device may ask of the machine, without knowing `struct vm`: stop
+ * for a reason (the machine picks the exit code, vmm/exit_code.h), write to
+ * the console. Tests pass recorders.
  */
-#ifndef VMM_MACHINE_CTL_H
-#define VMM_MACHINE_CTL_H
+#ifndef VMM_BASE_MACHINE_CTL_H
+#define VMM_BASE_MACHINE_CTL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+enum machine_stop_reason {
+	MACHINE_STOP_GUEST_RESET,      /* the guest reset or shut the machine down */
+	MACHINE_STOP_GUEST_PANIC,      /* the guest said its kernel panicked */
+	MACHINE_STOP_GUEST_EXIT_VALUE, /* the guest ended with a value (debug-exit) */
+};
+
 struct machine_ctl {
-	/* First caller wins; `why` is a short human phrase ("i8042 reset"). */
-	void (*request_stop)(void *ctx, int exit_code, const char *why);
+	/* First caller wins; `why` is a short human phrase ("i8042 reset");
+	 * `value` goes with MACHINE_STOP_GUEST_EXIT_VALUE. */
+	void (*request_stop)(void *ctx, enum machine_stop_reason reason, uint32_t value,
+			     const char *why);
 	void *ctx;
 };
 
-static inline void machine_request_stop(const struct machine_ctl *c, int code, const char *why)
+static inline void machine_request_stop(const struct machine_ctl *c,
+					enum machine_stop_reason reason, uint32_t value,
+					const char *why)
 {
 	if (c && c->request_stop)
-		c->request_stop(c->ctx, code, why);
+		c->request_stop(c->ctx, reason, value, why);
 }
 
 /* A byte stream out of the guest (console). */

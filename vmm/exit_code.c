@@ -1,0 +1,16 @@
+#include "exit_code.h"
+
+int exit_code_for_err(const struct err *e)
+{
+	return e->kind == ERR_INPUT ? EXIT_USAGE : EXIT_HOST;
+}
+
+int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value)
+{
+	switch (reason) {
+	case MACHINE_STOP_GUEST_RESET: return EXIT_GUEST_OFF;
+	case MACHINE_STOP_GUEST_PANIC: return EXIT_GUEST_CRASH;
+	case MACHINE_STOP_GUEST_EXIT_VALUE: return (int)(((value << 1) | 1) & 0xFF);
+	}
+	return EXIT_GUEST_CRASH;
+}
