@@ -9,9 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry layout (6.8.2.6-6.8.2.9): address low, address high, data,
- * vector control (bit 0 = mask; the rest reserved). */
-enum { ENTRY_ADDR_LO, ENTRY_ADDR_HI, ENTRY_DATA, ENTRY_CTRL };
+/* Entry layout (6.8.2.6-6.8.2.9), as dword indices: address low, address
+ * high, data, vector control (bit 0 = mask; the rest reserved). */
+enum {
+	ENTRY_ADDR_LO = PCI_MSIX_ENTRY_LOWER_ADDR / 4,
+	ENTRY_ADDR_HI = PCI_MSIX_ENTRY_UPPER_ADDR / 4,
+	ENTRY_DATA = PCI_MSIX_ENTRY_DATA / 4,
+	ENTRY_CTRL = PCI_MSIX_ENTRY_VECTOR_CTRL / 4,
+};
 
 /* 6.8.2.4: the PBA holds one bit per vector in whole QWORDs. */
 static uint64_t msix_pba_bytes(unsigned nvectors)
@@ -42,21 +47,23 @@ int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsi
 	if (!m->table || !m->vectors)
 		return -ENOMEM;
 	for (unsigned i = 0; i < nvectors; i++) {
-		m->table[i * 4 + ENTRY_CTRL] = MSIX_ENTRY_MASKED; /* masked at reset (6.8.2.9) */
+		m->table[i * 4 + ENTRY_CTRL] =
+		    PCI_MSIX_ENTRY_CTRL_MASKBIT; /* masked at reset (6.8.2.9) */
 		m->vectors[i] = irq_msi_vector_new(irq, d->name, i);
 		if (!m->vectors[i])
 			return -ENOMEM;
 	}
 	if (hidden)
 		return 0;
-	m->cap = pci_device_add_capability(d, MSIX_CAP_ID, MSIX_CAP_LEN);
+	m->cap = pci_device_add_capability(d, PCI_CAP_ID_MSIX, PCI_CAP_MSIX_SIZEOF);
 	if (!m->cap)
 		return -ENOSPC;
 	/* Message Control: table size N-1 (RO); enable and function mask RW. */
-	pci_cfg_set16(d, m->cap + 2, (uint16_t)(nvectors - 1));
-	d->wmask[m->cap + 3] = (MSIX_CTRL_ENABLE | MSIX_CTRL_FMASK) >> 8;
-	pci_cfg_set32(d, m->cap + 4, table_offset | bar); /* Table Offset/BIR */
-	pci_cfg_set32(d, m->cap + 8, pba_offset | bar);	  /* PBA Offset/BIR */
+	pci_cfg_set16(d, m->cap + PCI_MSIX_FLAGS, (uint16_t)(nvectors - 1));
+	d->wmask[m->cap + PCI_MSIX_FLAGS + 1] =
+	    (PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL) >> 8;
+	pci_cfg_set32(d, m->cap + PCI_MSIX_TABLE, table_offset | bar);
+	pci_cfg_set32(d, m->cap + PCI_MSIX_PBA, pba_offset | bar);
 	d->msix_vectors = nvectors;
 	return 0;
 }
@@ -73,17 +80,19 @@ void msix_destroy(struct msix *m)
 static void msix_sync_vector(struct msix *m, unsigned n)
 {
 	const uint32_t *e = &m->table[n * 4];
-	bool masked = !m->enabled || m->function_masked || (e[ENTRY_CTRL] & MSIX_ENTRY_MASKED);
+	bool masked =
+	    !m->enabled || m->function_masked || (e[ENTRY_CTRL] & PCI_MSIX_ENTRY_CTRL_MASKBIT);
 	uint64_t addr = e[ENTRY_ADDR_LO] | (uint64_t)e[ENTRY_ADDR_HI] << 32;
 	irq_msi_route_update(m->vectors[n], addr, e[ENTRY_DATA], masked);
 }
 
 void msix_config_written(struct msix *m, unsigned off, unsigned len)
 {
-	if (!m->cap || off + len <= m->cap + 2u || off >= m->cap + 4u)
+	if (!m->cap || off + len <= m->cap + PCI_MSIX_FLAGS + 0u ||
+	    off >= m->cap + PCI_MSIX_TABLE + 0u)
 		return; /* Message Control not touched */
-	uint16_t ctrl = pci_cfg_get16(m->dev, m->cap + 2);
-	bool enabled = ctrl & MSIX_CTRL_ENABLE, fmask = ctrl & MSIX_CTRL_FMASK;
+	uint16_t ctrl = pci_cfg_get16(m->dev, m->cap + PCI_MSIX_FLAGS);
+	bool enabled = ctrl & PCI_MSIX_FLAGS_ENABLE, fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
 	pthread_mutex_lock(&m->lock);
 	if (enabled != m->enabled || fmask != m->function_masked) {
 		m->enabled = enabled;
@@ -130,7 +139,7 @@ static bool msix_access_ok(uint64_t off, unsigned len)
 
 bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsigned len)
 {
-	uint64_t table_size = (uint64_t)m->nvectors * MSIX_ENTRY_SIZE;
+	uint64_t table_size = (uint64_t)m->nvectors * PCI_MSIX_ENTRY_SIZE;
 	uint64_t pba_size = msix_pba_bytes(m->nvectors);
 	if (bar != m->bar)
 		return false;
@@ -161,7 +170,7 @@ bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsign
 
 bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data, unsigned len)
 {
-	uint64_t table_size = (uint64_t)m->nvectors * MSIX_ENTRY_SIZE;
+	uint64_t table_size = (uint64_t)m->nvectors * PCI_MSIX_ENTRY_SIZE;
 	uint64_t pba_size = msix_pba_bytes(m->nvectors);
 	if (bar != m->bar)
 		return false;
@@ -178,7 +187,7 @@ bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data,
 	for (unsigned i = 0; i < len / 4; i++) {
 		uint32_t *slot = &m->table[dw + i];
 		/* Vector Control: only the mask bit is writable (6.8.2.9). */
-		*slot = ((dw + i) % 4 == ENTRY_CTRL) ? (v[i] & MSIX_ENTRY_MASKED) : v[i];
+		*slot = ((dw + i) % 4 == ENTRY_CTRL) ? (v[i] & PCI_MSIX_ENTRY_CTRL_MASKBIT) : v[i];
 	}
 	msix_sync_vector(m, dw / 4);
 	pthread_mutex_unlock(&m->lock);

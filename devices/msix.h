@@ -13,6 +13,7 @@
 
 #include "vmm/base/align.h"
 
+#include <linux/pci_regs.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,13 +22,7 @@ struct pci_device;
 struct irq_router;
 struct irq_msi_vector;
 
-#define MSIX_MAX_VECTORS  2048
-#define MSIX_CAP_ID	  0x11
-#define MSIX_CAP_LEN	  12
-#define MSIX_ENTRY_SIZE	  16
-#define MSIX_CTRL_ENABLE  0x8000
-#define MSIX_CTRL_FMASK	  0x4000
-#define MSIX_ENTRY_MASKED 0x1
+#define MSIX_MAX_VECTORS 2048
 
 struct msix {
 	struct pci_device *dev;
@@ -46,7 +41,7 @@ uint64_t msix_bar_bytes(unsigned nvectors);
 /* Where the PBA goes when the table starts at 0: the next free page. */
 static inline uint32_t msix_pba_offset(unsigned nvectors)
 {
-	return (uint32_t)align_up((uint64_t)nvectors * MSIX_ENTRY_SIZE, 4096);
+	return (uint32_t)align_up((uint64_t)nvectors * PCI_MSIX_ENTRY_SIZE, 4096);
 }
 /*
  * Sets up `nvectors` vectors with the table at `table_offset` and the PBA

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #define PCI_CAP_FIRST 0x40 /* capabilities live after the type-0 header */
+/* The address bits of a BAR's low dword (<linux/pci_regs.h>'s masks). */
+#define BAR_IO_MASK  ((uint32_t)PCI_BASE_ADDRESS_IO_MASK)
+#define BAR_MEM_MASK ((uint32_t)PCI_BASE_ADDRESS_MEM_MASK)
 
 void pci_cfg_set8(struct pci_device *d, unsigned off, uint8_t v)
 {
@@ -51,28 +54,31 @@ void pci_device_init(struct pci_device *d, const char *name, uint16_t vendor, ui
 	/* Writable: command I/O, memory, bus master, parity, SERR, INTx
 	 * disable (PCI 3.0 6.2.2); cache line size, latency timer; line. */
 	pci_cfg_set16(d, PCI_COMMAND, 0);
-	d->wmask[PCI_COMMAND] = PCI_CMD_IO | PCI_CMD_MEMORY | PCI_CMD_MASTER | PCI_CMD_PARITY;
-	d->wmask[PCI_COMMAND + 1] = (PCI_CMD_SERR | PCI_CMD_INTX_DISABLE) >> 8;
+	d->wmask[PCI_COMMAND] =
+	    PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER | PCI_COMMAND_PARITY;
+	d->wmask[PCI_COMMAND + 1] = (PCI_COMMAND_SERR | PCI_COMMAND_INTX_DISABLE) >> 8;
 	/* Status: error bits 15:11 and 8 are write-1-to-clear (6.2.3). */
 	d->w1cmask[PCI_STATUS + 1] = 0xF9;
-	d->wmask[0x0C] = 0xFF;
-	d->wmask[0x0D] = 0xFF;
+	d->wmask[PCI_CACHE_LINE_SIZE] = 0xFF;
+	d->wmask[PCI_LATENCY_TIMER] = 0xFF;
 	d->wmask[PCI_INTERRUPT_LINE] = 0xFF;
 	d->cap_free = PCI_CAP_FIRST;
 }
 
 void pci_device_set_subsystem(struct pci_device *d, uint16_t vendor, uint16_t id)
 {
-	pci_cfg_set16(d, PCI_SUBSYS_VENDOR, vendor);
-	pci_cfg_set16(d, PCI_SUBSYS_ID, id);
+	pci_cfg_set16(d, PCI_SUBSYSTEM_VENDOR_ID, vendor);
+	pci_cfg_set16(d, PCI_SUBSYSTEM_ID, id);
 }
 
 static uint32_t bar_type_bits(const struct pci_bar *bar)
 {
 	switch (bar->type) {
-	case PCI_BAR_IO: return 0x1;
-	case PCI_BAR_MEM64: return 0x4 | (bar->prefetch ? 0x8 : 0);
-	case PCI_BAR_MEM32: return bar->prefetch ? 0x8 : 0;
+	case PCI_BAR_IO: return PCI_BASE_ADDRESS_SPACE_IO;
+	case PCI_BAR_MEM64:
+		return PCI_BASE_ADDRESS_MEM_TYPE_64 |
+		       (bar->prefetch ? PCI_BASE_ADDRESS_MEM_PREFETCH : 0);
+	case PCI_BAR_MEM32: return bar->prefetch ? PCI_BASE_ADDRESS_MEM_PREFETCH : 0;
 	default: return 0;
 	}
 }
@@ -89,7 +95,7 @@ int pci_device_add_bar(struct pci_device *d, int idx, enum pci_bar_type type, ui
 		return -EINVAL;
 	struct pci_bar *bar = &d->bars[idx];
 	*bar = (struct pci_bar){type, prefetch, size, read, write, opaque, false, 0};
-	pci_cfg_set32(d, PCI_BAR0 + 4 * idx, bar_type_bits(bar));
+	pci_cfg_set32(d, PCI_BASE_ADDRESS_0 + 4 * idx, bar_type_bits(bar));
 	return 0; /* a 64-bit BAR's upper register is handled with idx */
 }
 
@@ -103,7 +109,7 @@ uint8_t pci_device_add_capability(struct pci_device *d, uint8_t cap_id, uint8_t 
 	if (d->cap_last)
 		d->cfg[d->cap_last + 1] = (uint8_t)off;
 	else
-		d->cfg[PCI_CAP_PTR] = (uint8_t)off;
+		d->cfg[PCI_CAPABILITY_LIST] = (uint8_t)off;
 	d->cfg[PCI_STATUS] |= PCI_STATUS_CAP_LIST;
 	d->cap_last = (uint8_t)off;
 	d->cap_free = (uint8_t)(off + len);
@@ -115,12 +121,12 @@ uint8_t pci_device_add_capability(struct pci_device *d, uint8_t cap_id, uint8_t 
 static uint64_t bar_address(const struct pci_device *d, int idx)
 {
 	const struct pci_bar *bar = &d->bars[idx];
-	uint64_t v = pci_cfg_get32(d, PCI_BAR0 + 4 * idx);
+	uint64_t v = pci_cfg_get32(d, PCI_BASE_ADDRESS_0 + 4 * idx);
 	if (bar->type == PCI_BAR_IO)
-		return v & ~0x3ULL;
-	v &= ~0xFULL;
+		return v & BAR_IO_MASK;
+	v &= BAR_MEM_MASK;
 	if (bar->type == PCI_BAR_MEM64)
-		v |= (uint64_t)pci_cfg_get32(d, PCI_BAR0 + 4 * (idx + 1)) << 32;
+		v |= (uint64_t)pci_cfg_get32(d, PCI_BASE_ADDRESS_0 + 4 * (idx + 1)) << 32;
 	return v;
 }
 
@@ -128,10 +134,11 @@ static uint64_t bar_address(const struct pci_device *d, int idx)
 static bool bar_is_sizing_pattern(const struct pci_device *d, int idx)
 {
 	const struct pci_bar *bar = &d->bars[idx];
-	uint32_t lo = pci_cfg_get32(d, PCI_BAR0 + 4 * idx);
-	uint32_t mask = (uint32_t) ~(bar->size - 1) & (bar->type == PCI_BAR_IO ? ~0x3u : ~0xFu);
+	uint32_t lo = pci_cfg_get32(d, PCI_BASE_ADDRESS_0 + 4 * idx);
+	uint32_t mask =
+	    (uint32_t) ~(bar->size - 1) & (bar->type == PCI_BAR_IO ? BAR_IO_MASK : BAR_MEM_MASK);
 	if (bar->type == PCI_BAR_MEM64 && bar->size > (1ULL << 32))
-		mask = 0xFFFFFFF0u;
+		mask = BAR_MEM_MASK;
 	return (lo & mask) == mask;
 }
 
@@ -164,7 +171,7 @@ static void bar_update(struct pci_device *d, int idx)
 	uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND);
 	uint64_t addr = bar_address(d, idx);
 	bool io = bar->type == PCI_BAR_IO;
-	bool want = (io ? (cmd & PCI_CMD_IO) : (cmd & PCI_CMD_MEMORY)) && addr != 0 &&
+	bool want = (io ? (cmd & PCI_COMMAND_IO) : (cmd & PCI_COMMAND_MEMORY)) && addr != 0 &&
 		    !bar_is_sizing_pattern(d, idx);
 	if (want && (addr + bar->size < addr || (io && addr + bar->size > 0x10000) ||
 		     (!io && addr + bar->size > (1ULL << 52))))
@@ -206,9 +213,9 @@ static void pci_device_update_bars(struct pci_device *d)
  * BAR's upper half (then *idx is the lower BAR). -1 if not a BAR. */
 static int bar_of_offset(const struct pci_device *d, unsigned off, int *idx, bool *upper)
 {
-	if (off < PCI_BAR0 || off >= PCI_BAR0 + 4 * PCI_NUM_BARS)
+	if (off < PCI_BASE_ADDRESS_0 || off >= PCI_BASE_ADDRESS_0 + 4 * PCI_NUM_BARS)
 		return -1;
-	int i = (int)(off - PCI_BAR0) / 4;
+	int i = (int)(off - PCI_BASE_ADDRESS_0) / 4;
 	if (d->bars[i].type != PCI_BAR_NONE) {
 		*idx = i;
 		*upper = false;
@@ -228,19 +235,19 @@ static void bar_write_dword(struct pci_device *d, int idx, bool upper, uint32_t 
 	struct pci_bar *bar = &d->bars[idx];
 	if (upper) {
 		uint32_t mask = (uint32_t)(~(bar->size - 1) >> 32);
-		pci_cfg_set32(d, PCI_BAR0 + 4 * (idx + 1), v & mask);
+		pci_cfg_set32(d, PCI_BASE_ADDRESS_0 + 4 * (idx + 1), v & mask);
 		return;
 	}
-	uint32_t low_bits = bar->type == PCI_BAR_IO ? 0x3 : 0xF;
-	uint32_t mask = (uint32_t) ~(bar->size - 1) & ~low_bits;
-	pci_cfg_set32(d, PCI_BAR0 + 4 * idx, (v & mask) | bar_type_bits(bar));
+	uint32_t mask =
+	    (uint32_t) ~(bar->size - 1) & (bar->type == PCI_BAR_IO ? BAR_IO_MASK : BAR_MEM_MASK);
+	pci_cfg_set32(d, PCI_BASE_ADDRESS_0 + 4 * idx, (v & mask) | bar_type_bits(bar));
 }
 
 /* --- configuration access --------------------------------------------- */
 
 static void pci_device_intx_update(struct pci_device *d)
 {
-	bool disabled = pci_cfg_get16(d, PCI_COMMAND) & PCI_CMD_INTX_DISABLE;
+	bool disabled = pci_cfg_get16(d, PCI_COMMAND) & PCI_COMMAND_INTX_DISABLE;
 	if (d->intx_level)
 		d->cfg[PCI_STATUS] |= PCI_STATUS_INTERRUPT;
 	else
@@ -288,9 +295,9 @@ static void pci_device_config_write(struct pci_device *d, unsigned off, unsigned
 			d->cfg[o] &= (uint8_t) ~(b & d->w1cmask[o]);
 		}
 		uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND);
-		if ((cmd ^ old_cmd) & (PCI_CMD_IO | PCI_CMD_MEMORY))
+		if ((cmd ^ old_cmd) & (PCI_COMMAND_IO | PCI_COMMAND_MEMORY))
 			pci_device_update_bars(d);
-		if ((cmd ^ old_cmd) & PCI_CMD_INTX_DISABLE)
+		if ((cmd ^ old_cmd) & PCI_COMMAND_INTX_DISABLE)
 			pci_device_intx_update(d);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -482,8 +489,8 @@ int pci_bus_assign_resources(struct pci_bus *b)
 			    d->bars[i].type == PCI_BAR_MEM32 || d->bars[i].type == PCI_BAR_MEM64;
 		}
 		pthread_mutex_lock(&d->lock);
-		uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND) | (has_io ? PCI_CMD_IO : 0) |
-			       (has_mem ? PCI_CMD_MEMORY : 0);
+		uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND) | (has_io ? PCI_COMMAND_IO : 0) |
+			       (has_mem ? PCI_COMMAND_MEMORY : 0);
 		pci_cfg_set16(d, PCI_COMMAND, cmd);
 		pci_device_update_bars(d);
 		pthread_mutex_unlock(&d->lock);

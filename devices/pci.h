@@ -16,6 +16,7 @@
 
 #include "vmm/base/bus.h"
 
+#include <linux/pci_regs.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,29 +32,8 @@ struct log;
 #define PCI_CONF1_ADDR 0xCF8
 #define PCI_CONF1_DATA 0xCFC
 
-/* Type-0 header offsets (PCI 3.0, 6.1). */
-#define PCI_VENDOR_ID	   0x00
-#define PCI_DEVICE_ID	   0x02
-#define PCI_COMMAND	   0x04
-#define PCI_STATUS	   0x06
-#define PCI_REVISION_ID	   0x08
-#define PCI_CLASS_PROG	   0x09
-#define PCI_HEADER_TYPE	   0x0E
-#define PCI_BAR0	   0x10
-#define PCI_SUBSYS_VENDOR  0x2C
-#define PCI_SUBSYS_ID	   0x2E
-#define PCI_CAP_PTR	   0x34
-#define PCI_INTERRUPT_LINE 0x3C
-#define PCI_INTERRUPT_PIN  0x3D
-
-#define PCI_CMD_IO	     0x0001
-#define PCI_CMD_MEMORY	     0x0002
-#define PCI_CMD_MASTER	     0x0004
-#define PCI_CMD_PARITY	     0x0040
-#define PCI_CMD_SERR	     0x0100
-#define PCI_CMD_INTX_DISABLE 0x0400
-#define PCI_STATUS_INTERRUPT 0x0008
-#define PCI_STATUS_CAP_LIST  0x0010
+/* Register offsets and bits (type-0 header, command, status, capability
+ * IDs, MSI-X) come from the kernel's <linux/pci_regs.h>. */
 
 enum pci_bar_type { PCI_BAR_NONE, PCI_BAR_MEM32, PCI_BAR_MEM64, PCI_BAR_IO };
 

@@ -8,30 +8,23 @@
 
 #include "virtqueue.h"
 
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_ring.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #define VIRTIO_MAX_QUEUES 8
 
-/* Feature bits the transport handles (virtio 1.2, chapter 6). */
-#define VIRTIO_F_INDIRECT_DESC_BIT 28
-#define VIRTIO_F_EVENT_IDX_BIT	   29
-#define VIRTIO_F_VERSION_1_BIT	   32
-#define VIRTIO_FEATURE(bit)	   (1ULL << (bit))
-
-/* Device status bits (2.1). */
-#define VIRTIO_STATUS_ACKNOWLEDGE 1
-#define VIRTIO_STATUS_DRIVER	  2
-#define VIRTIO_STATUS_DRIVER_OK	  4
-#define VIRTIO_STATUS_FEATURES_OK 8
-#define VIRTIO_STATUS_NEEDS_RESET 0x40
-#define VIRTIO_STATUS_FAILED	  0x80
+/* Feature bits (VIRTIO_F_VERSION_1, VIRTIO_RING_F_*) and status bits
+ * (VIRTIO_CONFIG_S_*) come from the kernel's uapi headers. */
+#define VIRTIO_FEATURE(bit) (1ULL << (bit))
 
 struct virtio_dev;
 
 struct virtio_dev_ops {
 	const char *name;
-	uint16_t type; /* virtio device ID: 1 net, 2 blk, 3 console, 4 rng */
+	uint16_t type; /* virtio device ID (VIRTIO_ID_*) */
 	uint32_t pci_class;
 	uint64_t features; /* device-specific; the transport adds its own */
 	unsigned num_queues;

@@ -234,7 +234,7 @@ static void blk_reset(struct virtio_dev *d)
 
 static const struct virtio_dev_ops blk_ops = {
     .name = "virtio-blk",
-    .type = 2,
+    .type = VIRTIO_ID_BLOCK,
     .pci_class = 0x018000,
     .features =
 	VBLK_F(VIRTIO_BLK_F_SEG_MAX) | VBLK_F(VIRTIO_BLK_F_BLK_SIZE) | VBLK_F(VIRTIO_BLK_F_FLUSH),

@@ -77,7 +77,7 @@ static void console_notify(struct virtio_dev *d, unsigned qi)
 
 static const struct virtio_dev_ops console_ops = {
     .name = "virtio-console",
-    .type = 3,
+    .type = VIRTIO_ID_CONSOLE,
     .pci_class = 0x078000,
     .features = 0,
     .num_queues = 2,

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/virtio_net.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -162,13 +163,14 @@ void virtio_net_tap_ready(struct virtio_net *n)
 
 static const struct virtio_dev_ops net_ops = {
     .name = "virtio-net",
-    .type = 1,
+    .type = VIRTIO_ID_NET,
     .pci_class = 0x020000,
     .features =
 	NET_F(VIRTIO_NET_F_MAC) | NET_F(VIRTIO_NET_F_MRG_RXBUF) | NET_F(VIRTIO_NET_F_STATUS),
     .num_queues = 2,
     .queue_max = VIRTIO_NET_QUEUE_MAX,
-    .config_size = 10, /* mac, status, max_virtqueue_pairs */
+    /* mac, status, max_virtqueue_pairs: what the offered features use. */
+    .config_size = offsetof(struct virtio_net_config, mtu),
     .config_read = net_config_read,
     .queue_notify = net_notify,
     .reset = net_reset,

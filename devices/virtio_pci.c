@@ -4,38 +4,26 @@
 #include "vmm/base/log.h"
 
 #include <errno.h>
+#include <linux/virtio_pci.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-/* Capability types (virtio 1.2, 4.1.4). */
-enum { CAP_COMMON = 1, CAP_NOTIFY = 2, CAP_ISR = 3, CAP_DEVICE = 4, CAP_PCI_CFG = 5 };
-#define PCI_CAP_ID_VNDR 0x09
+/* 4.1.2: vendor 0x1AF4; a modern device's ID is 0x1040 + its type; a
+ * non-transitional device's subsystem ID is 0x40 or more (4.1.2.1). */
+#define VIRTIO_PCI_VENDOR	 0x1AF4
+#define VIRTIO_PCI_MODERN_ID	 0x1040
+#define VIRTIO_PCI_SUBSYSTEM_MIN 0x40
+/* 4.1.4.5: ISR bit 0 is a queue interrupt (bit 1 is VIRTIO_PCI_ISR_CONFIG). */
+#define VIRTIO_PCI_ISR_QUEUE 0x1
 
-/* struct virtio_pci_common_cfg offsets (4.1.4.3). */
-enum {
-	CC_DFSELECT = 0x00,
-	CC_DF = 0x04,
-	CC_GFSELECT = 0x08,
-	CC_GF = 0x0C,
-	CC_MSIX = 0x10,
-	CC_NUMQ = 0x12,
-	CC_STATUS = 0x14,
-	CC_CFGGEN = 0x15,
-	CC_Q_SELECT = 0x16,
-	CC_Q_SIZE = 0x18,
-	CC_Q_MSIX = 0x1A,
-	CC_Q_ENABLE = 0x1C,
-	CC_Q_NOFF = 0x1E,
-	CC_Q_DESCLO = 0x20,
-	CC_Q_DESCHI = 0x24,
-	CC_Q_AVAILLO = 0x28,
-	CC_Q_AVAILHI = 0x2C,
-	CC_Q_USEDLO = 0x30,
-	CC_Q_USEDHI = 0x34,
-	CC_SIZE = 0x38,
-};
+/* pci_cfg_data of the PCI-configuration-access capability (4.1.4.9). */
+#define VIRTIO_PCI_CFG_DATA offsetof(struct virtio_pci_cfg_cap, pci_cfg_data)
+
+/* The common configuration structure (4.1.4.3), as the uapi header lays
+ * it out (VIRTIO_PCI_COMMON_* are its offsets). */
+#define CC_SIZE sizeof(struct virtio_pci_common_cfg)
 
 static struct virtio_pci *vp_of(struct virtio_transport *t)
 {
@@ -56,11 +44,11 @@ static void vp_unlock(struct virtio_transport *t)
  * configuration bit is set under MSI-X too (4.1.4.5.1). */
 static void vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
 {
-	if (isr_bit == 0x2)
+	if (isr_bit == VIRTIO_PCI_ISR_CONFIG)
 		vp->isr |= isr_bit;
 	if (msix_enabled(&vp->msix)) {
 		/* 4.1.5.1.2: no interrupt for a queue mapped to NO_VECTOR. */
-		if (vec != VIRTIO_NO_VECTOR)
+		if (vec != VIRTIO_MSI_NO_VECTOR)
 			msix_fire(&vp->msix, vec);
 	} else {
 		vp->isr |= isr_bit;
@@ -74,7 +62,7 @@ static void vp_queue_used(struct virtio_transport *t, unsigned q)
 	struct virtio_pci *vp = vp_of(t);
 	pthread_mutex_lock(&vp->lock);
 	if (q < vp->dev->ops->num_queues && virtq_should_notify(&vp->dev->vqs[q]))
-		vp_interrupt(vp, vp->queues[q].msix_vector, 0x1);
+		vp_interrupt(vp, vp->queues[q].msix_vector, VIRTIO_PCI_ISR_QUEUE);
 	pthread_mutex_unlock(&vp->lock);
 }
 
@@ -83,7 +71,7 @@ static void vp_config_changed(struct virtio_transport *t)
 	struct virtio_pci *vp = vp_of(t);
 	pthread_mutex_lock(&vp->lock);
 	vp->config_generation++;
-	vp_interrupt(vp, vp->msix_config, 0x2);
+	vp_interrupt(vp, vp->msix_config, VIRTIO_PCI_ISR_CONFIG);
 	pthread_mutex_unlock(&vp->lock);
 }
 
@@ -93,12 +81,12 @@ static void vp_needs_reset(struct virtio_transport *t, const char *why)
 {
 	struct virtio_pci *vp = vp_of(t);
 	pthread_mutex_lock(&vp->lock);
-	if (!(vp->status & VIRTIO_STATUS_NEEDS_RESET)) {
+	if (!(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET)) {
 		log_guest_warn(vp->host.log, &vp->reset_warnings,
 			       "%s: broken driver (%s): device needs reset", vp->pci.name, why);
-		vp->status |= VIRTIO_STATUS_NEEDS_RESET;
+		vp->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
 		atomic_fetch_add(&vp->broken, 1);
-		if (vp->status & VIRTIO_STATUS_DRIVER_OK)
+		if (vp->status & VIRTIO_CONFIG_S_DRIVER_OK)
 			vp_config_changed(t);
 	}
 	pthread_mutex_unlock(&vp->lock);
@@ -109,7 +97,7 @@ static bool vp_live(struct virtio_transport *t)
 	struct virtio_pci *vp = vp_of(t);
 	pthread_mutex_lock(&vp->lock);
 	bool live =
-	    (vp->status & VIRTIO_STATUS_DRIVER_OK) && !(vp->status & VIRTIO_STATUS_NEEDS_RESET);
+	    (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) && !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET);
 	pthread_mutex_unlock(&vp->lock);
 	return live;
 }
@@ -131,7 +119,7 @@ static void vp_reset(struct virtio_pci *vp)
 	for (unsigned i = 0; i < d->ops->num_queues; i++) {
 		struct virtio_pci_queue *q = &vp->queues[i];
 		q->size = d->ops->queue_max;
-		q->msix_vector = VIRTIO_NO_VECTOR;
+		q->msix_vector = VIRTIO_MSI_NO_VECTOR;
 		q->enabled = false;
 		q->desc = q->driver = q->device = 0;
 		memset(&d->vqs[i], 0, sizeof(d->vqs[i]));
@@ -139,7 +127,7 @@ static void vp_reset(struct virtio_pci *vp)
 	vp->device_feature_select = vp->driver_feature_select = 0;
 	vp->driver_features = 0;
 	d->features = 0;
-	vp->msix_config = VIRTIO_NO_VECTOR;
+	vp->msix_config = VIRTIO_MSI_NO_VECTOR;
 	vp->queue_select = 0;
 	vp->status = 0;
 	vp->late_setup_logged = false;
@@ -150,19 +138,19 @@ static void vp_reset(struct virtio_pci *vp)
 static uint16_t vp_valid_vector(struct virtio_pci *vp, uint16_t v)
 {
 	/* A vector beyond the table reads back NO_VECTOR (4.1.4.3.2). */
-	return (vp->msix.cap && v < vp->msix.nvectors) ? v : VIRTIO_NO_VECTOR;
+	return (vp->msix.cap && v < vp->msix.nvectors) ? v : VIRTIO_MSI_NO_VECTOR;
 }
 
 /* Field width at a common-config offset; 64-bit addresses are two dwords. */
 static unsigned cc_width(unsigned off)
 {
-	if (off < CC_MSIX)
+	if (off < VIRTIO_PCI_COMMON_MSIX)
 		return 4;
-	if (off < CC_STATUS)
+	if (off < VIRTIO_PCI_COMMON_STATUS)
 		return 2;
-	if (off < CC_Q_SELECT)
+	if (off < VIRTIO_PCI_COMMON_Q_SELECT)
 		return 1;
-	if (off < CC_Q_DESCLO)
+	if (off < VIRTIO_PCI_COMMON_Q_DESCLO)
 		return 2;
 	return off < CC_SIZE ? 4 : 0;
 }
@@ -172,32 +160,32 @@ static uint32_t vp_common_read(struct virtio_pci *vp, unsigned off)
 	struct virtio_pci_queue *q =
 	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
 	switch (off) {
-	case CC_DFSELECT: return vp->device_feature_select;
-	case CC_DF:
+	case VIRTIO_PCI_COMMON_DFSELECT: return vp->device_feature_select;
+	case VIRTIO_PCI_COMMON_DF:
 		return vp->device_feature_select < 2
 			   ? (uint32_t)(vp->device_features >> (32 * vp->device_feature_select))
 			   : 0;
-	case CC_GFSELECT: return vp->driver_feature_select;
-	case CC_GF:
+	case VIRTIO_PCI_COMMON_GFSELECT: return vp->driver_feature_select;
+	case VIRTIO_PCI_COMMON_GF:
 		return vp->driver_feature_select < 2
 			   ? (uint32_t)(vp->driver_features >> (32 * vp->driver_feature_select))
 			   : 0;
-	case CC_MSIX: return vp->msix_config;
-	case CC_NUMQ: return vp->dev->ops->num_queues;
-	case CC_STATUS: return vp->status;
-	case CC_CFGGEN: return vp->config_generation;
-	case CC_Q_SELECT: return vp->queue_select;
+	case VIRTIO_PCI_COMMON_MSIX: return vp->msix_config;
+	case VIRTIO_PCI_COMMON_NUMQ: return vp->dev->ops->num_queues;
+	case VIRTIO_PCI_COMMON_STATUS: return vp->status;
+	case VIRTIO_PCI_COMMON_CFGGENERATION: return vp->config_generation;
+	case VIRTIO_PCI_COMMON_Q_SELECT: return vp->queue_select;
 	/* 4.1.4.3.2: a selected queue that does not exist has size 0. */
-	case CC_Q_SIZE: return q ? q->size : 0;
-	case CC_Q_MSIX: return q ? q->msix_vector : VIRTIO_NO_VECTOR;
-	case CC_Q_ENABLE: return q ? q->enabled : 0;
-	case CC_Q_NOFF: return q ? vp->queue_select : 0;
-	case CC_Q_DESCLO: return q ? (uint32_t)q->desc : 0;
-	case CC_Q_DESCHI: return q ? (uint32_t)(q->desc >> 32) : 0;
-	case CC_Q_AVAILLO: return q ? (uint32_t)q->driver : 0;
-	case CC_Q_AVAILHI: return q ? (uint32_t)(q->driver >> 32) : 0;
-	case CC_Q_USEDLO: return q ? (uint32_t)q->device : 0;
-	case CC_Q_USEDHI: return q ? (uint32_t)(q->device >> 32) : 0;
+	case VIRTIO_PCI_COMMON_Q_SIZE: return q ? q->size : 0;
+	case VIRTIO_PCI_COMMON_Q_MSIX: return q ? q->msix_vector : VIRTIO_MSI_NO_VECTOR;
+	case VIRTIO_PCI_COMMON_Q_ENABLE: return q ? q->enabled : 0;
+	case VIRTIO_PCI_COMMON_Q_NOFF: return q ? vp->queue_select : 0;
+	case VIRTIO_PCI_COMMON_Q_DESCLO: return q ? (uint32_t)q->desc : 0;
+	case VIRTIO_PCI_COMMON_Q_DESCHI: return q ? (uint32_t)(q->desc >> 32) : 0;
+	case VIRTIO_PCI_COMMON_Q_AVAILLO: return q ? (uint32_t)q->driver : 0;
+	case VIRTIO_PCI_COMMON_Q_AVAILHI: return q ? (uint32_t)(q->driver >> 32) : 0;
+	case VIRTIO_PCI_COMMON_Q_USEDLO: return q ? (uint32_t)q->device : 0;
+	case VIRTIO_PCI_COMMON_Q_USEDHI: return q ? (uint32_t)(q->device >> 32) : 0;
 	default: return 0;
 	}
 }
@@ -210,18 +198,19 @@ static void vp_set_status(struct virtio_pci *vp, uint8_t v)
 		return;
 	}
 	uint8_t old = vp->status;
-	if ((v & VIRTIO_STATUS_FEATURES_OK) && !(old & VIRTIO_STATUS_FEATURES_OK)) {
+	if ((v & VIRTIO_CONFIG_S_FEATURES_OK) && !(old & VIRTIO_CONFIG_S_FEATURES_OK)) {
 		/* 3.1.1: accept only a subset of what we offered, with VERSION_1
 		 * (Linux requires it; we offer no legacy interface). */
 		bool ok = !(vp->driver_features & ~vp->device_features) &&
-			  (vp->driver_features & VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT));
+			  (vp->driver_features & VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
 		if (ok)
 			d->features = vp->driver_features;
 		else
-			v &= (uint8_t)~VIRTIO_STATUS_FEATURES_OK;
+			v &= (uint8_t)~VIRTIO_CONFIG_S_FEATURES_OK;
 	}
-	vp->status = (uint8_t)(v | (old & VIRTIO_STATUS_NEEDS_RESET));
-	if ((v & VIRTIO_STATUS_DRIVER_OK) && !(old & VIRTIO_STATUS_DRIVER_OK) && d->ops->activate)
+	vp->status = (uint8_t)(v | (old & VIRTIO_CONFIG_S_NEEDS_RESET));
+	if ((v & VIRTIO_CONFIG_S_DRIVER_OK) && !(old & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    d->ops->activate)
 		d->ops->activate(d);
 }
 
@@ -229,7 +218,7 @@ static void vp_queue_enable(struct virtio_pci *vp, struct virtio_pci_queue *q, u
 {
 	struct virtio_dev *d = vp->dev;
 	int ret = virtq_init(&d->vqs[idx], vp->mem, q->size, d->ops->queue_max, q->desc, q->driver,
-			     q->device, virtio_has_feature(d, VIRTIO_F_EVENT_IDX_BIT));
+			     q->device, virtio_has_feature(d, VIRTIO_RING_F_EVENT_IDX));
 	if (ret) {
 		char why[96];
 		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx,
@@ -247,21 +236,21 @@ static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 	/* Queue set-up counts only between FEATURES_OK and DRIVER_OK; the
 	 * vector registers are exempt (Linux 4.15-5.11 write them after reset). */
 	bool setup_window =
-	    (vp->status & VIRTIO_STATUS_FEATURES_OK) && !(vp->status & VIRTIO_STATUS_DRIVER_OK);
+	    (vp->status & VIRTIO_CONFIG_S_FEATURES_OK) && !(vp->status & VIRTIO_CONFIG_S_DRIVER_OK);
 	switch (off) {
-	case CC_DFSELECT: vp->device_feature_select = v; return;
-	case CC_GFSELECT: vp->driver_feature_select = v; return;
-	case CC_GF:
-		if (vp->driver_feature_select < 2 && !(vp->status & VIRTIO_STATUS_FEATURES_OK)) {
+	case VIRTIO_PCI_COMMON_DFSELECT: vp->device_feature_select = v; return;
+	case VIRTIO_PCI_COMMON_GFSELECT: vp->driver_feature_select = v; return;
+	case VIRTIO_PCI_COMMON_GF:
+		if (vp->driver_feature_select < 2 && !(vp->status & VIRTIO_CONFIG_S_FEATURES_OK)) {
 			unsigned shift = 32 * vp->driver_feature_select;
 			vp->driver_features = (vp->driver_features & ~(0xFFFFFFFFULL << shift)) |
 					      ((uint64_t)v << shift);
 		}
 		return;
-	case CC_MSIX: vp->msix_config = vp_valid_vector(vp, (uint16_t)v); return;
-	case CC_STATUS: vp_set_status(vp, (uint8_t)v); return;
-	case CC_Q_SELECT: vp->queue_select = (uint16_t)v; return;
-	case CC_Q_MSIX:
+	case VIRTIO_PCI_COMMON_MSIX: vp->msix_config = vp_valid_vector(vp, (uint16_t)v); return;
+	case VIRTIO_PCI_COMMON_STATUS: vp_set_status(vp, (uint8_t)v); return;
+	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)v; return;
+	case VIRTIO_PCI_COMMON_Q_MSIX:
 		if (q)
 			q->msix_vector = vp_valid_vector(vp, (uint16_t)v);
 		return;
@@ -280,21 +269,27 @@ static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 		return;
 	}
 	switch (off) {
-	case CC_Q_SIZE:
+	case VIRTIO_PCI_COMMON_Q_SIZE:
 		/* 4.1.4.3.1: queue_size reads 0 or a power of 2; a bad size then
 		 * fails at enable (NEEDS_RESET). */
 		q->size = (v && !(v & (v - 1))) ? (uint16_t)v : 0;
 		break;
-	case CC_Q_ENABLE:
+	case VIRTIO_PCI_COMMON_Q_ENABLE:
 		if (v == 1)
 			vp_queue_enable(vp, q, vp->queue_select);
 		break;
-	case CC_Q_DESCLO: q->desc = (q->desc & ~0xFFFFFFFFULL) | v; break;
-	case CC_Q_DESCHI: q->desc = (q->desc & 0xFFFFFFFFULL) | (uint64_t)v << 32; break;
-	case CC_Q_AVAILLO: q->driver = (q->driver & ~0xFFFFFFFFULL) | v; break;
-	case CC_Q_AVAILHI: q->driver = (q->driver & 0xFFFFFFFFULL) | (uint64_t)v << 32; break;
-	case CC_Q_USEDLO: q->device = (q->device & ~0xFFFFFFFFULL) | v; break;
-	case CC_Q_USEDHI: q->device = (q->device & 0xFFFFFFFFULL) | (uint64_t)v << 32; break;
+	case VIRTIO_PCI_COMMON_Q_DESCLO: q->desc = (q->desc & ~0xFFFFFFFFULL) | v; break;
+	case VIRTIO_PCI_COMMON_Q_DESCHI:
+		q->desc = (q->desc & 0xFFFFFFFFULL) | (uint64_t)v << 32;
+		break;
+	case VIRTIO_PCI_COMMON_Q_AVAILLO: q->driver = (q->driver & ~0xFFFFFFFFULL) | v; break;
+	case VIRTIO_PCI_COMMON_Q_AVAILHI:
+		q->driver = (q->driver & 0xFFFFFFFFULL) | (uint64_t)v << 32;
+		break;
+	case VIRTIO_PCI_COMMON_Q_USEDLO: q->device = (q->device & ~0xFFFFFFFFULL) | v; break;
+	case VIRTIO_PCI_COMMON_Q_USEDHI:
+		q->device = (q->device & 0xFFFFFFFFULL) | (uint64_t)v << 32;
+		break;
 	default: break; /* read-only */
 	}
 }
@@ -308,7 +303,7 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 		unsigned w = cc_width((unsigned)off);
 		if (len == w && (off % w) == 0)
 			v = vp_common_read(vp, (unsigned)off);
-		else if (len == 8 && off >= CC_Q_DESCLO && (off % 8) == 0)
+		else if (len == 8 && off >= VIRTIO_PCI_COMMON_Q_DESCLO && (off % 8) == 0)
 			v = vp_common_read(vp, (unsigned)off) |
 			    (uint64_t)vp_common_read(vp, (unsigned)off + 4) << 32;
 	} else if (off == VIRTIO_PCI_ISR_OFF) {
@@ -345,7 +340,7 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 		unsigned w = cc_width((unsigned)off);
 		if (len == w && (off % w) == 0) {
 			vp_common_write(vp, (unsigned)off, (uint32_t)v);
-		} else if (len == 8 && off >= CC_Q_DESCLO && (off % 8) == 0) {
+		} else if (len == 8 && off >= VIRTIO_PCI_COMMON_Q_DESCLO && (off % 8) == 0) {
 			vp_common_write(vp, (unsigned)off, (uint32_t)v);
 			vp_common_write(vp, (unsigned)off + 4, (uint32_t)(v >> 32));
 		}
@@ -368,8 +363,8 @@ static void vp_notify_ready(void *arg)
 		return;
 	atomic_fetch_add(&vp->notifies, 1);
 	pthread_mutex_lock(&vp->lock);
-	if ((vp->status & VIRTIO_STATUS_DRIVER_OK) && !(vp->status & VIRTIO_STATUS_NEEDS_RESET) &&
-	    q->enabled && vp->dev->ops->queue_notify)
+	if ((vp->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET) && q->enabled && vp->dev->ops->queue_notify)
 		vp->dev->ops->queue_notify(vp->dev, q->index);
 	pthread_mutex_unlock(&vp->lock);
 }
@@ -392,9 +387,9 @@ static void vp_msix_write(void *opaque, uint64_t off, const void *data, unsigned
 static bool vp_cfg_cap_window(struct virtio_pci *vp, uint32_t *offset, unsigned *len)
 {
 	const struct pci_device *d = &vp->pci;
-	uint8_t bar = d->cfg[vp->cfg_cap + 4];
-	*offset = pci_cfg_get32(d, vp->cfg_cap + 8);
-	*len = pci_cfg_get32(d, vp->cfg_cap + 12);
+	uint8_t bar = d->cfg[vp->cfg_cap + VIRTIO_PCI_CAP_BAR];
+	*offset = pci_cfg_get32(d, vp->cfg_cap + VIRTIO_PCI_CAP_OFFSET);
+	*len = pci_cfg_get32(d, vp->cfg_cap + VIRTIO_PCI_CAP_LENGTH);
 	return bar == 0 && (*len == 1 || *len == 2 || *len == 4) && (*offset % *len) == 0 &&
 	       *offset < VIRTIO_PCI_BAR0_SIZE;
 }
@@ -409,12 +404,12 @@ static void vp_config_read_hook(struct pci_device *d, unsigned off, unsigned len
 	struct virtio_pci *vp = d->opaque;
 	uint32_t offset, v = 0;
 	unsigned n;
-	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) ||
+	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + VIRTIO_PCI_CFG_DATA, 4) ||
 	    !vp_cfg_cap_window(vp, &offset, &n))
 		return;
 	virtio_pci_bar_read(vp, offset, &v, n);
 	pthread_mutex_lock(&d->lock);
-	pci_cfg_set32(d, vp->cfg_cap + 16, v);
+	pci_cfg_set32(d, vp->cfg_cap + VIRTIO_PCI_CFG_DATA, v);
 	pthread_mutex_unlock(&d->lock);
 }
 
@@ -424,10 +419,10 @@ static void vp_config_written(struct pci_device *d, unsigned off, unsigned len)
 	uint32_t offset, v;
 	unsigned n;
 	msix_config_written(&vp->msix, off, len);
-	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + 16u, 4) ||
+	if (!vp->cfg_cap || !touches(off, len, vp->cfg_cap + VIRTIO_PCI_CFG_DATA, 4) ||
 	    !vp_cfg_cap_window(vp, &offset, &n))
 		return;
-	v = pci_cfg_get32(d, vp->cfg_cap + 16);
+	v = pci_cfg_get32(d, vp->cfg_cap + VIRTIO_PCI_CFG_DATA);
 	virtio_pci_bar_write(vp, offset, &v, n);
 }
 
@@ -469,11 +464,11 @@ static uint8_t vp_add_cap(struct virtio_pci *vp, uint8_t type, uint8_t len, uint
 	uint8_t c = pci_device_add_capability(&vp->pci, PCI_CAP_ID_VNDR, len);
 	if (!c)
 		return 0;
-	pci_cfg_set8(&vp->pci, c + 2, len); /* cap_len */
-	pci_cfg_set8(&vp->pci, c + 3, type);
-	pci_cfg_set8(&vp->pci, c + 4, 0); /* BAR0 */
-	pci_cfg_set32(&vp->pci, c + 8, offset);
-	pci_cfg_set32(&vp->pci, c + 12, length);
+	pci_cfg_set8(&vp->pci, c + VIRTIO_PCI_CAP_LEN, len);
+	pci_cfg_set8(&vp->pci, c + VIRTIO_PCI_CAP_CFG_TYPE, type);
+	pci_cfg_set8(&vp->pci, c + VIRTIO_PCI_CAP_BAR, 0); /* BAR0 */
+	pci_cfg_set32(&vp->pci, c + VIRTIO_PCI_CAP_OFFSET, offset);
+	pci_cfg_set32(&vp->pci, c + VIRTIO_PCI_CAP_LENGTH, length);
 	return c;
 }
 
@@ -497,12 +492,14 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	vp->transport.ops = &vp_transport_ops;
 	dev->transport = &vp->transport;
 	vp->device_features =
-	    ops->features | dev->extra_features | VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT) |
-	    VIRTIO_FEATURE(VIRTIO_F_INDIRECT_DESC_BIT) | VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
+	    ops->features | dev->extra_features | VIRTIO_FEATURE(VIRTIO_F_VERSION_1) |
+	    VIRTIO_FEATURE(VIRTIO_RING_F_INDIRECT_DESC) | VIRTIO_FEATURE(VIRTIO_RING_F_EVENT_IDX);
 	/* 4.1.2: modern devices are 0x1040 + type, revision 1. */
-	pci_device_init(&vp->pci, name, 0x1AF4, (uint16_t)(0x1040 + ops->type), ops->pci_class, 1);
+	pci_device_init(&vp->pci, name, VIRTIO_PCI_VENDOR,
+			(uint16_t)(VIRTIO_PCI_MODERN_ID + ops->type), ops->pci_class, 1);
 	/* 4.1.2.1: non-transitional devices use subsystem IDs from 0x40. */
-	pci_device_set_subsystem(&vp->pci, 0x1AF4, (uint16_t)(0x40 + ops->type));
+	pci_device_set_subsystem(&vp->pci, VIRTIO_PCI_VENDOR,
+				 (uint16_t)(VIRTIO_PCI_SUBSYSTEM_MIN + ops->type));
 	vp->pci.ops = &vp_pci_ops;
 	vp->pci.opaque = vp;
 	for (unsigned i = 0; i < ops->num_queues; i++) {
@@ -527,22 +524,25 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 					 false, vp_msix_read, vp_msix_write, vp);
 	if (ret)
 		return ret;
-	if (!vp_add_cap(vp, CAP_COMMON, 16, VIRTIO_PCI_COMMON_OFF, CC_SIZE) ||
-	    !vp_add_cap(vp, CAP_ISR, 16, VIRTIO_PCI_ISR_OFF, 1) ||
-	    !vp_add_cap(vp, CAP_DEVICE, 16, VIRTIO_PCI_DEVICE_OFF,
+	const uint8_t cap = sizeof(struct virtio_pci_cap);
+	if (!vp_add_cap(vp, VIRTIO_PCI_CAP_COMMON_CFG, cap, VIRTIO_PCI_COMMON_OFF, CC_SIZE) ||
+	    !vp_add_cap(vp, VIRTIO_PCI_CAP_ISR_CFG, cap, VIRTIO_PCI_ISR_OFF, 1) ||
+	    !vp_add_cap(vp, VIRTIO_PCI_CAP_DEVICE_CFG, cap, VIRTIO_PCI_DEVICE_OFF,
 			ops->config_size ? ops->config_size : 4))
 		return -ENOSPC;
-	uint8_t n = vp_add_cap(vp, CAP_NOTIFY, 20, VIRTIO_PCI_NOTIFY_OFF,
-			       ops->num_queues * VIRTIO_PCI_NOTIFY_MULT);
+	uint8_t n = vp_add_cap(vp, VIRTIO_PCI_CAP_NOTIFY_CFG, sizeof(struct virtio_pci_notify_cap),
+			       VIRTIO_PCI_NOTIFY_OFF, ops->num_queues * VIRTIO_PCI_NOTIFY_MULT);
 	if (!n)
 		return -ENOSPC;
-	pci_cfg_set32(&vp->pci, n + 16, VIRTIO_PCI_NOTIFY_MULT); /* notify_off_multiplier */
-	vp->cfg_cap = vp_add_cap(vp, CAP_PCI_CFG, 20, 0, 0);
+	pci_cfg_set32(&vp->pci, n + VIRTIO_PCI_NOTIFY_CAP_MULT, VIRTIO_PCI_NOTIFY_MULT);
+	vp->cfg_cap =
+	    vp_add_cap(vp, VIRTIO_PCI_CAP_PCI_CFG, sizeof(struct virtio_pci_cfg_cap), 0, 0);
 	if (!vp->cfg_cap)
 		return -ENOSPC;
 	/* cap.bar, cap.offset, cap.length and pci_cfg_data are the driver's. */
-	vp->pci.wmask[vp->cfg_cap + 4] = 0xFF;
-	memset(&vp->pci.wmask[vp->cfg_cap + 8], 0xFF, 12);
+	vp->pci.wmask[vp->cfg_cap + VIRTIO_PCI_CAP_BAR] = 0xFF;
+	memset(&vp->pci.wmask[vp->cfg_cap + VIRTIO_PCI_CAP_OFFSET], 0xFF,
+	       sizeof(struct virtio_pci_cfg_cap) - VIRTIO_PCI_CAP_OFFSET);
 	ret = msix_init(&vp->msix, &vp->pci, irq, nvec, VIRTIO_PCI_MSIX_BAR, 0,
 			msix_pba_offset(nvec), msix_hidden);
 	if (ret)

@@ -30,7 +30,7 @@ struct log;
 #define VIRTIO_PCI_NOTIFY_MULT 4
 #define VIRTIO_PCI_BAR0_SIZE   0x4000
 #define VIRTIO_PCI_MSIX_BAR    2
-#define VIRTIO_NO_VECTOR       0xFFFF
+#define VIRTIO_MSI_NO_VECTOR   0xFFFF
 
 /* Services of the machine the transport needs (tests pass fakes). */
 struct virtio_host {

@@ -43,7 +43,7 @@ static void rng_notify(struct virtio_dev *d, unsigned qi)
 
 static const struct virtio_dev_ops rng_ops = {
     .name = "virtio-rng",
-    .type = 4,
+    .type = VIRTIO_ID_RNG,
     .pci_class = 0xFF0000,
     .features = 0,
     .num_queues = 1,

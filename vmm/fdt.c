@@ -100,7 +100,7 @@ static int fdt_pci_device(void *fdt, const struct pci_device *d)
 		/* phys.hi: n p t ss bbbbbbbb ddddd fff rrrrrrrr; 'n' set: assigned. */
 		assigned[n++] =
 		    cpu_to_fdt32(0x80000000u | space | (bar->prefetch ? 0x40000000u : 0) |
-				 devfn_hi | (uint32_t)(PCI_BAR0 + 4 * i));
+				 devfn_hi | (uint32_t)(PCI_BASE_ADDRESS_0 + 4 * i));
 		assigned[n++] = cpu_to_fdt32((uint32_t)(bar->mapped_at >> 32));
 		assigned[n++] = cpu_to_fdt32((uint32_t)bar->mapped_at);
 		assigned[n++] = cpu_to_fdt32((uint32_t)(bar->size >> 32));

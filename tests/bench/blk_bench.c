@@ -419,7 +419,7 @@ int main(int argc, char **argv)
 
 	b->ft.t.ops = &ft_ops;
 	b->blk.vdev.transport = &b->ft.t;
-	b->blk.vdev.features = VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT);
+	b->blk.vdev.features = VIRTIO_FEATURE(VIRTIO_F_VERSION_1);
 	int ret = virtq_init(&b->blk.vdev.vqs[0], &b->mem, QSIZE, b->blk.vdev.ops->queue_max,
 			     GPA_DESC, GPA_AVAIL, GPA_USED, false);
 	if (ret != VIRTQ_OK) {

@@ -60,7 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static uint64_t bar_addr(struct pci_testdev *t, int bar)
 {
-	uint32_t v = pci_cfg_get32(&t->pci, PCI_BAR0 + 4 * (unsigned)bar);
+	uint32_t v = pci_cfg_get32(&t->pci, PCI_BASE_ADDRESS_0 + 4 * (unsigned)bar);
 	return v & ~0xFULL;
 }
 

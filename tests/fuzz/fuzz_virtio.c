@@ -152,7 +152,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static uint64_t bar_addr(struct virtio_pci *vp, int bar)
 {
-	uint32_t v = pci_cfg_get32(&vp->pci, PCI_BAR0 + 4 * (unsigned)bar);
+	uint32_t v = pci_cfg_get32(&vp->pci, PCI_BASE_ADDRESS_0 + 4 * (unsigned)bar);
 	return v & ~0xFULL;
 }
 
@@ -191,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (int i = 0; i < 2; i++) {
 		const struct pci_device *d = &w.vp[i].pci;
-		uint8_t c = d->cfg[PCI_CAP_PTR];
+		uint8_t c = d->cfg[PCI_CAPABILITY_LIST];
 		for (unsigned k = 0; k < MAX_CAPS && c; k++, c = d->cfg[c + 1])
 			w.caps[i][k] = c;
 	}

@@ -567,7 +567,7 @@ void tdev_view_init(struct tdev_view *v, struct pci_rig *r, struct pci_testdev *
 	v->rig = r;
 	v->t = t;
 	v->slot = slot;
-	v->cap = (uint8_t)cfg_rd(r, slot, PCI_CAP_PTR, 1);
+	v->cap = (uint8_t)cfg_rd(r, slot, PCI_CAPABILITY_LIST, 1);
 	v->bar0 = rig_bar_addr(r, slot, 0);
 	v->bar1 = rig_bar_addr(r, slot, 1);
 }

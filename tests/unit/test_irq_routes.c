@@ -27,7 +27,7 @@ static void irqfd_setup(void)
 	struct pci_testdev *t = pci_rig_add(&rig, 1, 4);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	tdev_view_init(&a, &rig, t, 1);
-	tdev_msix_ctrl(&a, MSIX_CTRL_ENABLE, 0);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_ENABLE, 0);
 	ck_assert_uint_eq(rig.sink.set_routes_n, 0); /* nothing unmasked yet */
 }
 
@@ -165,8 +165,8 @@ START_TEST(test_rewriting_same_route_does_not_resend)
 	mmio_wr64(&rig, tdev_entry(&a, 1) + MSIX_E_DATA, MSI_DATA(1)); /* data + ctrl 0 */
 	tdev_mask(&a, 1, true);
 	tdev_mask(&a, 1, false);
-	tdev_msix_ctrl(&a, MSIX_CTRL_FMASK, 0);
-	tdev_msix_ctrl(&a, 0, MSIX_CTRL_FMASK);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_MASKALL, 0);
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_MASKALL);
 	ck_assert_uint_eq(rig.sink.set_routes_n, sends);
 	ck_assert_uint_eq(rig.sink.irqfd_n, 1);
 }
@@ -261,11 +261,11 @@ START_TEST(test_function_mask_holds_eventfd_until_cleared)
 {
 	tdev_program(&a, 0, MSI_ADDR(0), MSI_DATA(0), false);
 	int fd = irqfd_call(0)->fd;
-	tdev_msix_ctrl(&a, MSIX_CTRL_FMASK, 0);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_MASKALL, 0);
 	tdev_ring(&a, 0);
 	ck_assert_uint_eq(eventfd_take(fd), 0);
 	ck_assert(tdev_pba_bit(&a, 0));
-	tdev_msix_ctrl(&a, 0, MSIX_CTRL_FMASK);
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_MASKALL);
 	ck_assert_uint_eq(eventfd_take(fd), 1);
 	ck_assert_uint_eq(eventfd_take(fd), 0);
 }
@@ -346,11 +346,11 @@ END_TEST
 
 START_TEST(test_enabling_msix_installs_unmasked_entries)
 {
-	tdev_msix_ctrl(&a, 0, MSIX_CTRL_ENABLE);
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_ENABLE);
 	tdev_program(&a, 1, MSI_ADDR(1), MSI_DATA(1), false);
 	ck_assert_uint_eq(rig.sink.set_routes_n, 0); /* MSI-X off masks every vector */
 	ck_assert_uint_eq(rig.sink.irqfd_n, 0);
-	tdev_msix_ctrl(&a, MSIX_CTRL_ENABLE, 0);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_ENABLE, 0);
 	ck_assert_uint_eq(rig.sink.set_routes_n, 1);
 	ck_assert_uint_eq(rig.sink.irqfd_n, 1);
 	ck_assert_uint_eq(sink_rec_route(&rig.sink, irqfd_call(0)->gsi, IRQ_ROUTE_MSI)->data,
@@ -440,18 +440,18 @@ END_TEST
 
 START_TEST(test_signal_mode_makes_no_route_or_irqfd_calls)
 {
-	tdev_msix_ctrl(&a, MSIX_CTRL_ENABLE, 0);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_ENABLE, 0);
 	tdev_program(&a, 0, MSI_ADDR(0), MSI_DATA(0), false);
 	tdev_program(&a, 1, MSI_ADDR(1), MSI_DATA(1), true);
 	mmio_wr32(&rig, tdev_entry(&a, 0) + MSIX_E_DATA, MSI_DATA(9));
 	tdev_ring(&a, 0);
 	tdev_ring(&a, 1);
 	tdev_mask(&a, 1, false);
-	tdev_msix_ctrl(&a, MSIX_CTRL_FMASK, 0);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_MASKALL, 0);
 	tdev_ring(&a, 0);
-	tdev_msix_ctrl(&a, 0, MSIX_CTRL_FMASK);
-	tdev_msix_ctrl(&a, 0, MSIX_CTRL_ENABLE);
-	tdev_msix_ctrl(&a, MSIX_CTRL_ENABLE, 0);
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_MASKALL);
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_ENABLE);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_ENABLE, 0);
 	ck_assert_uint_eq(rig.sink.set_routes_n, 0);
 	ck_assert_uint_eq(rig.sink.irqfd_n, 0);
 	ck_assert_uint_eq(rig.sink.signal_msi_n, 3);
@@ -503,7 +503,7 @@ END_TEST
 static void intx_disable(const struct tdev_view *v, bool on)
 {
 	uint16_t c = (uint16_t)conf1_read(&rig, 0, v->slot, 0, PCI_COMMAND, 2);
-	c = on ? (c | PCI_CMD_INTX_DISABLE) : (c & ~PCI_CMD_INTX_DISABLE);
+	c = on ? (c | PCI_COMMAND_INTX_DISABLE) : (c & ~PCI_COMMAND_INTX_DISABLE);
 	conf1_write(&rig, 0, v->slot, 0, PCI_COMMAND, 2, c);
 }
 

@@ -189,7 +189,7 @@ END_TEST
 
 START_TEST(test_pba_is_read_only)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(1, MSI_ADDR(0), MSI_DATA(1), true);
 	ring(1);
 	ck_assert(pba_bit(1));
@@ -227,7 +227,7 @@ END_TEST
 
 START_TEST(test_masked_entry_pends_then_unmask_delivers_once)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(2, MSI_ADDR(1), MSI_DATA(2), true);
 	ring(2);
 	ring(2);
@@ -247,7 +247,7 @@ END_TEST
 
 START_TEST(test_unmasked_entry_delivers_each_ring)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(3, MSI_ADDR(3), MSI_DATA(3), false);
 	program(0, MSI_ADDR(0), MSI_DATA(0), false);
 	ring(3);
@@ -265,17 +265,17 @@ END_TEST
 
 START_TEST(test_function_mask_pends_and_release_delivers_once)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(1, MSI_ADDR(2), MSI_DATA(1), false);
 	program(2, MSI_ADDR(2), MSI_DATA(2), true); /* masked by its own bit too */
-	msix_ctrl(MSIX_CTRL_FMASK, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_MASKALL, 0);
 	ring(1);
 	ring(1);
 	ring(2);
 	ck_assert_uint_eq(rig.sink.signal_msi_n, 0);
 	ck_assert(pba_bit(1));
 	ck_assert(pba_bit(2));
-	msix_ctrl(0, MSIX_CTRL_FMASK);
+	msix_ctrl(0, PCI_MSIX_FLAGS_MASKALL);
 	ck_assert_uint_eq(rig.sink.signal_msi_n, 1);
 	assert_delivered(0, MSI_ADDR(2), MSI_DATA(1));
 	ck_assert(!pba_bit(1));
@@ -285,7 +285,7 @@ END_TEST
 
 START_TEST(test_doorbell_beyond_table_delivers_nothing)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	for (unsigned n = 0; n < NVEC; n++)
 		program(n, MSI_ADDR(0), MSI_DATA(n), false);
 	ring(NVEC);
@@ -300,12 +300,12 @@ END_TEST
 
 START_TEST(test_disabling_msix_returns_doorbell_to_intx)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(0, MSI_ADDR(0), MSI_DATA(0), false);
 	program(1, MSI_ADDR(0), MSI_DATA(1), true);
 	ring(0);
 	ck_assert_uint_eq(rig.sink.signal_msi_n, 1);
-	msix_ctrl(0, MSIX_CTRL_ENABLE);
+	msix_ctrl(0, PCI_MSIX_FLAGS_ENABLE);
 	ring(0);
 	ring(1);
 	ck_assert_uint_eq(rig.sink.signal_msi_n, 1);
@@ -314,7 +314,7 @@ START_TEST(test_disabling_msix_returns_doorbell_to_intx)
 	ck_assert_uint_eq(mmio_rd64(&rig, pba()), 0);
 	/* Re-enabling finds nothing latched to send. */
 	mmio_wr32(&rig, bar0 + TESTDEV_REG_INTX_ACK, 1);
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	mmio_wr32(&rig, entry(1) + E_CTRL, 0);
 	ck_assert_uint_eq(rig.sink.signal_msi_n, 1);
 }
@@ -325,14 +325,14 @@ START_TEST(test_enabling_msix_releases_asserted_intx)
 	ring(0);
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, PIN, 1), 1);
 	/* 6.8.2: while MSI-X is enabled the function may not use INTx#. */
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, PIN, 0), 1);
 }
 END_TEST
 
 START_TEST(test_bad_message_address_counted_not_delivered)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(0, 0x12345000ULL, MSI_DATA(0), false);
 	program(1, 0x1FEE00000ULL, MSI_DATA(1), false); /* above 4 GiB */
 	program(2, 0xFED00000ULL, MSI_DATA(2), false);
@@ -353,7 +353,7 @@ END_TEST
 
 START_TEST(test_message_the_lapic_refuses_is_counted_coalesced)
 {
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(0, MSI_ADDR(0), MSI_DATA(0), false);
 	rig.sink.signal_ret = 0;
 	ring(0);
@@ -382,7 +382,7 @@ static void check_vector_count(unsigned n)
 		ck_assert_uint_eq(mmio_rd32(&rig, entry(i) + E_CTRL), 1);
 	/* The PBA's last qword is readable, and the last vector works. */
 	ck_assert_uint_eq(mmio_rd64(&rig, pba() + ((n - 1) / 64) * 8), 0);
-	msix_ctrl(MSIX_CTRL_ENABLE, 0);
+	msix_ctrl(PCI_MSIX_FLAGS_ENABLE, 0);
 	program(n - 1, MSI_ADDR(1), 0x7700 + n, true);
 	ring(n - 1);
 	ck_assert(pba_bit(n - 1));

@@ -102,18 +102,18 @@ START_TEST(test_conf1_writes_at_every_offset_reach_the_right_byte)
 {
 	conf1_write(&rig, 0, SLOT, 0, 0x3C, 1, 0x0B); /* 0xCFC byte: interrupt line */
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, 0x3C, 1), 0x0B);
-	conf1_write(&rig, 0, SLOT, 0, 0x05, 1, PCI_CMD_INTX_DISABLE >> 8); /* 0xCFD byte */
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2) & PCI_CMD_INTX_DISABLE,
-			  PCI_CMD_INTX_DISABLE);
-	conf1_write(&rig, 0, SLOT, 0, 0x04, 2, PCI_CMD_MEMORY); /* 0xCFC word: command */
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2), PCI_CMD_MEMORY);
+	conf1_write(&rig, 0, SLOT, 0, 0x05, 1, PCI_COMMAND_INTX_DISABLE >> 8); /* 0xCFD byte */
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2) & PCI_COMMAND_INTX_DISABLE,
+			  PCI_COMMAND_INTX_DISABLE);
+	conf1_write(&rig, 0, SLOT, 0, 0x04, 2, PCI_COMMAND_MEMORY); /* 0xCFC word: command */
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2), PCI_COMMAND_MEMORY);
 	rig.dev[0].pci.cfg[PCI_STATUS + 1] |= 0x80;	/* detected parity error */
 	conf1_write(&rig, 0, SLOT, 0, 0x06, 2, 0x8000); /* 0xCFE word: status W1C */
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & 0x8000, 0);
-	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
+	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAPABILITY_LIST, 1);
 	ck_assert_uint_eq(cap & 3, 0);
-	conf1_write(&rig, 0, SLOT, 0, cap + 3u, 1, MSIX_CTRL_FMASK >> 8); /* 0xCFF byte */
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, cap + 2u, 2) & 0xC000, MSIX_CTRL_FMASK);
+	conf1_write(&rig, 0, SLOT, 0, cap + 3u, 1, PCI_MSIX_FLAGS_MASKALL >> 8); /* 0xCFF byte */
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, cap + 2u, 2) & 0xC000, PCI_MSIX_FLAGS_MASKALL);
 	conf1_write(&rig, 0, SLOT, 0, 0x10, 4, 0xE0000000u); /* 0xCFC dword: BAR0 */
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, 0x10, 4), 0xE0000000u);
 }
@@ -219,8 +219,8 @@ END_TEST
 
 START_TEST(test_command_keeps_only_writable_bits)
 {
-	const uint16_t rw = PCI_CMD_IO | PCI_CMD_MEMORY | PCI_CMD_MASTER | PCI_CMD_PARITY |
-			    PCI_CMD_SERR | PCI_CMD_INTX_DISABLE;
+	const uint16_t rw = PCI_COMMAND_IO | PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER |
+			    PCI_COMMAND_PARITY | PCI_COMMAND_SERR | PCI_COMMAND_INTX_DISABLE;
 	cfg_wr(&rig, SLOT, PCI_COMMAND, 2, 0xFFFF);
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2), rw);
 	conf1_write(&rig, 0, SLOT, 0, PCI_COMMAND, 2, 0);
@@ -285,7 +285,7 @@ START_TEST(test_capability_list_is_one_msix_capability)
 {
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST,
 			  PCI_STATUS_CAP_LIST);
-	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
+	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAPABILITY_LIST, 1);
 	ck_assert_uint_ge(cap, 0x40); /* after the type-0 header */
 	ck_assert_uint_eq(cap & 3, 0);
 	ck_assert_uint_le(cap, 0x100 - 12);
@@ -299,7 +299,7 @@ END_TEST
 
 START_TEST(test_msix_message_control_only_enable_and_mask_writable)
 {
-	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
+	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAPABILITY_LIST, 1);
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, cap + 2u, 2), NVEC - 1);
 	cfg_wr(&rig, SLOT, cap + 2u, 2, 0x3FFF);
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, cap + 2u, 2), NVEC - 1);
@@ -314,7 +314,7 @@ END_TEST
 
 START_TEST(test_msix_table_and_pba_location_read_only)
 {
-	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
+	uint8_t cap = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAPABILITY_LIST, 1);
 	uint32_t table = cfg_rd(&rig, SLOT, cap + 4u, 4), pba = cfg_rd(&rig, SLOT, cap + 8u, 4);
 	ck_assert_uint_eq(table, 0x00000000u | 1);		  /* BAR1 offset 0 */
 	ck_assert_uint_eq(pba, (uint32_t)page_up(NVEC * 16) | 1); /* next page, BAR1 */
@@ -364,7 +364,8 @@ END_TEST
 START_TEST(test_bar0_decodes_magic_at_assigned_address)
 {
 	uint64_t a = rig_bar_addr(&rig, SLOT, 0);
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2) & PCI_CMD_MEMORY, PCI_CMD_MEMORY);
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_COMMAND, 2) & PCI_COMMAND_MEMORY,
+			  PCI_COMMAND_MEMORY);
 	ck_assert_uint_eq(mmio_rd32(&rig, a + TESTDEV_REG_MAGIC), TESTDEV_MAGIC);
 	ck_assert_uint_eq(mmio_rd32(&rig, a + TESTDEV_REG_NVECTORS), NVEC);
 }
@@ -387,7 +388,7 @@ START_TEST(test_memory_decode_off_unmaps_bars)
 {
 	uint64_t a0 = rig_bar_addr(&rig, SLOT, 0), a1 = rig_bar_addr(&rig, SLOT, 1);
 	uint16_t cmd = (uint16_t)cfg_rd(&rig, SLOT, PCI_COMMAND, 2);
-	conf1_write(&rig, 0, SLOT, 0, PCI_COMMAND, 2, cmd & ~PCI_CMD_MEMORY);
+	conf1_write(&rig, 0, SLOT, 0, PCI_COMMAND, 2, cmd & ~PCI_COMMAND_MEMORY);
 	ck_assert(!mmio_claimed(a0));
 	ck_assert(!mmio_claimed(a1));
 	ck_assert_uint_eq(mmio_rd32(&rig, a0), 0xFFFFFFFFu);
@@ -462,8 +463,8 @@ START_TEST(test_assign_resources_aligned_disjoint_in_window)
 		pci_rig_add(&rig, slots[i], nvec[i]);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	for (unsigned i = 0; i < 4; i++) {
-		ck_assert_uint_eq(cfg_rd(&rig, slots[i], PCI_COMMAND, 2) & PCI_CMD_MEMORY,
-				  PCI_CMD_MEMORY);
+		ck_assert_uint_eq(cfg_rd(&rig, slots[i], PCI_COMMAND, 2) & PCI_COMMAND_MEMORY,
+				  PCI_COMMAND_MEMORY);
 		ck_assert_uint_eq(mmio_rd32(&rig, rig_bar_addr(&rig, slots[i], 0)), TESTDEV_MAGIC);
 		ck_assert_uint_eq(mmio_rd32(&rig, rig_bar_addr(&rig, slots[i], 0) + 4), nvec[i]);
 		for (int bar = 0; bar < 2; bar++) {
@@ -510,7 +511,8 @@ START_TEST(test_io_and_mem64_bars_size_decode_and_assign)
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &d, 3, 0), 0);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	uint16_t cmd = (uint16_t)cfg_rd(&rig, 3, PCI_COMMAND, 2);
-	ck_assert_uint_eq(cmd & (PCI_CMD_IO | PCI_CMD_MEMORY), PCI_CMD_IO | PCI_CMD_MEMORY);
+	ck_assert_uint_eq(cmd & (PCI_COMMAND_IO | PCI_COMMAND_MEMORY),
+			  PCI_COMMAND_IO | PCI_COMMAND_MEMORY);
 	uint32_t io = cfg_rd(&rig, 3, 0x10, 4);
 	ck_assert_uint_eq(io & 3, 1);
 	uint32_t port = io & ~3u;
@@ -558,7 +560,7 @@ START_TEST(test_assign_fails_when_a_bar_cannot_fit_the_window)
 	int ret = pci_bus_assign_resources(&rig.pci);
 	ck_assert_msg(ret != 0, "8 GiB BAR0 left at 0x%llx, decode %s, and assign returned %d",
 		      (unsigned long long)rig_bar_addr(&rig, 4, 0),
-		      (cfg_rd(&rig, 4, PCI_COMMAND, 2) & PCI_CMD_MEMORY) ? "on" : "off", ret);
+		      (cfg_rd(&rig, 4, PCI_COMMAND, 2) & PCI_COMMAND_MEMORY) ? "on" : "off", ret);
 }
 END_TEST
 

@@ -50,7 +50,7 @@ static void rng_setup(void)
 {
 	ram_up();
 	ck_assert_int_eq(virtio_rng_init(&rng, NULL), 0);
-	fake_transport_attach(&ft, &rng.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT));
+	fake_transport_attach(&ft, &rng.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
 	vrd_layout(&vr[0], ram.buf, 64, RING); /* rng's queue is smaller */
 	fake_dev_queue(&rng.vdev, 0, &ram.m, &vr[0]);
 }
@@ -120,7 +120,7 @@ static void blk_open(bool ro)
 	int ret = virtio_blk_init(&blk, path, ro, false, &e);
 	unlink(path); /* nothing left behind, even when a case fails */
 	ck_assert_msg(ret == 0, "virtio_blk_init: %s", e.msg);
-	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT));
+	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
 	fake_dev_queue(&blk.vdev, 0, &ram.m, &vr[0]);
 }
 
@@ -419,7 +419,7 @@ static void con_setup(void)
 	for (unsigned q = 0; q < 2; q++)
 		vrd_layout(&vr[q], ram.buf, 64, RING + 0x20000ULL * q);
 	ck_assert_int_eq(virtio_console_init(&con, char_rec_sink(&out)), 0);
-	fake_transport_attach(&ft, &con.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT));
+	fake_transport_attach(&ft, &con.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
 	fake_dev_queue(&con.vdev, RXQ, &ram.m, &vr[RXQ]);
 	fake_dev_queue(&con.vdev, TXQ, &ram.m, &vr[TXQ]);
 }

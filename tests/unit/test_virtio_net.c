@@ -40,7 +40,7 @@
 #define F_NET_MAC    (1ULL << 5)
 #define F_NET_MRG    (1ULL << 15)
 #define F_NET_STATUS (1ULL << 16)
-#define F_V1	     VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT)
+#define F_V1	     VIRTIO_FEATURE(VIRTIO_F_VERSION_1)
 
 enum { RXQ = 0, TXQ = 1 };
 static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};

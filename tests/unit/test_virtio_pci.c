@@ -28,7 +28,7 @@
 #define PROBE_TYPE 9
 #define PROBE_F0   (1ULL << 0)
 #define PROBE_F5   (1ULL << 5) /* both in PROBE_FEATURES */
-#define F_V1	   VIRTIO_FEATURE(VIRTIO_F_VERSION_1_BIT)
+#define F_V1	   VIRTIO_FEATURE(VIRTIO_F_VERSION_1)
 #define RINGS	   0x100000ULL
 #define BUFS	   0x400000ULL
 
@@ -99,9 +99,9 @@ static void bring_up(const struct vpci_view *view, struct vring_drv *rings)
 	ck_assert(vpv_negotiate(view, F_V1));
 	for (unsigned q = 0; q < NQ; q++)
 		vpv_queue(view, q, &rings[q]);
-	vpv_set_status(view, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-				 VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
-	ck_assert_uint_eq(vpv_status(view) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	vpv_set_status(view, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+				 VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(vpv_status(view) & VIRTIO_CONFIG_S_NEEDS_RESET, 0);
 }
 
 /* One device-writable buffer of len bytes posted on q (head = slot). */
@@ -151,7 +151,7 @@ START_TEST(test_ids_are_modern)
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_VENDOR_ID, 2), 0x1AF4);
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_DEVICE_ID, 2), 0x1040 + PROBE_TYPE);
 	ck_assert_uint_ge(cfg_rd(&rig, SLOT, PCI_REVISION_ID, 1), 1);
-	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_SUBSYS_VENDOR, 2), 0x1AF4);
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_SUBSYSTEM_VENDOR_ID, 2), 0x1AF4);
 	/* A real device too: virtio-rng is type 4. */
 	static struct virtio_rng rng;
 	static struct virtio_pci rvp;
@@ -171,7 +171,7 @@ START_TEST(test_subsystem_id_at_least_0x40)
 {
 	/* 4.1.2.1: "Non-transitional devices SHOULD have a PCI Subsystem
 	 * Device ID of 0x40 or higher" (keeps legacy drivers off). */
-	ck_assert_uint_ge(cfg_rd(&rig, SLOT, PCI_SUBSYS_ID, 2), 0x40);
+	ck_assert_uint_ge(cfg_rd(&rig, SLOT, PCI_SUBSYSTEM_ID, 2), 0x40);
 }
 END_TEST
 
@@ -215,7 +215,7 @@ START_TEST(test_capabilities_point_inside_bar0)
 {
 	ck_assert(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST);
 	unsigned seen[6] = {0};
-	uint8_t c = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAP_PTR, 1);
+	uint8_t c = (uint8_t)cfg_rd(&rig, SLOT, PCI_CAPABILITY_LIST, 1);
 	for (unsigned steps = 0; c; steps++) {
 		ck_assert_uint_lt(steps, 48);
 		ck_assert_uint_ge(c, 0x40);
@@ -289,7 +289,7 @@ START_TEST(test_ioeventfds_follow_bar0)
 	for (unsigned q = 0; q < NQ; q++)
 		old[q] = vpv_notify_addr(&v, q);
 	uint64_t nb = 0xE0000000ULL;
-	conf1_write(&rig, 0, SLOT, 0, PCI_BAR0, 4, (uint32_t)nb);
+	conf1_write(&rig, 0, SLOT, 0, PCI_BASE_ADDRESS_0, 4, (uint32_t)nb);
 	ck_assert_uint_eq(rig_bar_addr(&rig, SLOT, 0), nb);
 	vpv_init(&v, &rig, SLOT);
 	ck_assert_uint_eq(fake_host_ioeventfds(&host), NQ);
@@ -303,7 +303,7 @@ START_TEST(test_ioeventfds_follow_bar0)
 	ck_assert_uint_eq(vrd_used_idx(&ring[0]), 1);
 	/* Memory decoding off: nothing may catch writes any more. */
 	uint16_t cmd = (uint16_t)cfg_rd(&rig, SLOT, PCI_COMMAND, 2);
-	conf1_write(&rig, 0, SLOT, 0, PCI_COMMAND, 2, cmd & ~PCI_CMD_MEMORY);
+	conf1_write(&rig, 0, SLOT, 0, PCI_COMMAND, 2, cmd & ~PCI_COMMAND_MEMORY);
 	ck_assert_uint_eq(fake_host_ioeventfds(&host), 0);
 	conf1_write(&rig, 0, SLOT, 0, PCI_COMMAND, 2, cmd);
 	ck_assert_uint_eq(fake_host_ioeventfds(&host), NQ);
@@ -316,8 +316,8 @@ START_TEST(test_device_features_offered)
 {
 	uint64_t f = vpv_device_features(&v);
 	ck_assert(f & F_V1);
-	ck_assert(f & VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT));
-	ck_assert(f & VIRTIO_FEATURE(VIRTIO_F_INDIRECT_DESC_BIT));
+	ck_assert(f & VIRTIO_FEATURE(VIRTIO_RING_F_EVENT_IDX));
+	ck_assert(f & VIRTIO_FEATURE(VIRTIO_RING_F_INDIRECT_DESC));
 	ck_assert_uint_eq(f & (PROBE_F0 | PROBE_F5), PROBE_F0 | PROBE_F5);
 	vpv_wr(&v, VPC_DFSELECT, 4, 2);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_DF, 4), 0);
@@ -326,21 +326,21 @@ END_TEST
 
 START_TEST(test_features_ok_for_valid_subset)
 {
-	uint64_t want = F_V1 | PROBE_F5 | VIRTIO_FEATURE(VIRTIO_F_EVENT_IDX_BIT);
+	uint64_t want = F_V1 | PROBE_F5 | VIRTIO_FEATURE(VIRTIO_RING_F_EVENT_IDX);
 	ck_assert(vpv_negotiate(&v, want));
 	vpv_wr(&v, VPC_GFSELECT, 4, 0);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_GF, 4), (uint32_t)want);
 	vpv_wr(&v, VPC_GFSELECT, 4, 1);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_GF, 4), (uint32_t)(want >> 32));
-	ck_assert_uint_eq(vpv_status(&v), VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-					      VIRTIO_STATUS_FEATURES_OK);
+	ck_assert_uint_eq(vpv_status(&v), VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+					      VIRTIO_CONFIG_S_FEATURES_OK);
 }
 END_TEST
 
 START_TEST(test_features_ok_refused_without_version_1)
 {
 	ck_assert(!vpv_negotiate(&v, PROBE_F0));
-	ck_assert_uint_eq(vpv_status(&v), VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	ck_assert_uint_eq(vpv_status(&v), VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 }
 END_TEST
 
@@ -356,7 +356,7 @@ END_TEST
 
 START_TEST(test_queue_setup_ignored_before_features_ok)
 {
-	vpv_set_status(&v, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	vpv_set_status(&v, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 	vpv_queue(&v, 0, &ring[0]);
 	ck_assert_uint_eq(q_rd(0, VPC_Q_SIZE), QMAX);
 	ck_assert_uint_eq(q_addr(0, VPC_Q_DESC), 0);
@@ -394,8 +394,8 @@ START_TEST(test_vectors_writable_at_any_time)
 	vpv_wr(&v, VPC_Q_MSIX, 2, 0);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), 2);
 	ck_assert_uint_eq(q_rd(0, VPC_Q_MSIX), 0);
-	vpv_wr(&v, VPC_MSIX, 2, VIRTIO_NO_VECTOR); /* unmapping (4.1.5.1.2) */
-	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_NO_VECTOR);
+	vpv_wr(&v, VPC_MSIX, 2, VIRTIO_MSI_NO_VECTOR); /* unmapping (4.1.5.1.2) */
+	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_MSI_NO_VECTOR);
 }
 END_TEST
 
@@ -403,10 +403,10 @@ START_TEST(test_vector_beyond_table_reads_no_vector)
 {
 	unsigned n = msix_table_size();
 	vpv_wr(&v, VPC_MSIX, 2, n);
-	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_NO_VECTOR);
+	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_MSI_NO_VECTOR);
 	vpv_select(&v, 1);
 	vpv_wr(&v, VPC_Q_MSIX, 2, n + 100);
-	ck_assert_uint_eq(q_rd(1, VPC_Q_MSIX), VIRTIO_NO_VECTOR);
+	ck_assert_uint_eq(q_rd(1, VPC_Q_MSIX), VIRTIO_MSI_NO_VECTOR);
 	vpv_wr(&v, VPC_Q_MSIX, 2, n - 1);
 	ck_assert_uint_eq(q_rd(1, VPC_Q_MSIX), n - 1);
 }
@@ -416,11 +416,11 @@ START_TEST(test_hidden_msix_every_vector_reads_no_vector)
 {
 	ck_assert_uint_eq(v.msix_cap, 0);
 	vpv_wr(&v, VPC_MSIX, 2, 0);
-	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_NO_VECTOR);
+	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_MSI_NO_VECTOR);
 	for (unsigned q = 0; q < NQ; q++) {
 		vpv_select(&v, q);
 		vpv_wr(&v, VPC_Q_MSIX, 2, q);
-		ck_assert_uint_eq(q_rd(q, VPC_Q_MSIX), VIRTIO_NO_VECTOR);
+		ck_assert_uint_eq(q_rd(q, VPC_Q_MSIX), VIRTIO_MSI_NO_VECTOR);
 	}
 	bring_up(&v, ring); /* interrupts then come as INTx */
 	post(&ring[0], 0, 8);
@@ -438,8 +438,8 @@ START_TEST(test_bad_queue_size_at_enable_needs_reset)
 		struct vring_drv r = ring[0];
 		r.size = sizes[i];
 		vpv_queue(&v, 0, &r);
-		ck_assert_msg(vpv_status(&v) & VIRTIO_STATUS_NEEDS_RESET, "size %u: no NEEDS_RESET",
-			      sizes[i]);
+		ck_assert_msg(vpv_status(&v) & VIRTIO_CONFIG_S_NEEDS_RESET,
+			      "size %u: no NEEDS_RESET", sizes[i]);
 		ck_assert_uint_eq(q_rd(0, VPC_Q_ENABLE), 0);
 	}
 }
@@ -470,8 +470,8 @@ START_TEST(test_bad_ring_placement_at_enable_needs_reset)
 		struct vring_drv r;
 		vrd_init(&r, rig.ram.buf, QSZ, bad[i][0], bad[i][1], bad[i][2]);
 		vpv_queue(&v, 0, &r);
-		ck_assert_msg(vpv_status(&v) & VIRTIO_STATUS_NEEDS_RESET, "placement %zu accepted",
-			      i);
+		ck_assert_msg(vpv_status(&v) & VIRTIO_CONFIG_S_NEEDS_RESET,
+			      "placement %zu accepted", i);
 		ck_assert_uint_eq(q_rd(0, VPC_Q_ENABLE), 0);
 	}
 }
@@ -506,11 +506,11 @@ START_TEST(test_status_zero_resets)
 	ck_assert_uint_eq(vpv_rd(&v, VPC_GF, 4), 0);
 	vpv_wr(&v, VPC_GFSELECT, 4, 1);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_GF, 4), 0);
-	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_NO_VECTOR);
+	ck_assert_uint_eq(vpv_rd(&v, VPC_MSIX, 2), VIRTIO_MSI_NO_VECTOR);
 	for (unsigned q = 0; q < NQ; q++) {
 		ck_assert_uint_eq(q_rd(q, VPC_Q_ENABLE), 0);
 		ck_assert_uint_eq(q_rd(q, VPC_Q_SIZE), QMAX);
-		ck_assert_uint_eq(q_rd(q, VPC_Q_MSIX), VIRTIO_NO_VECTOR);
+		ck_assert_uint_eq(q_rd(q, VPC_Q_MSIX), VIRTIO_MSI_NO_VECTOR);
 	}
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, PIN, 0), 1); /* INTx dropped with the ISR */
 	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_INTERRUPT, 0);
@@ -529,7 +529,7 @@ START_TEST(test_notify_runs_device_only_after_driver_ok)
 	kick(&v, 0);
 	ck_assert_uint_eq(pr[0].notified[0], 0);
 	ck_assert_uint_eq(vrd_used_idx(&ring[0]), 0);
-	vpv_set_status(&v, vpv_status(&v) | VIRTIO_STATUS_DRIVER_OK);
+	vpv_set_status(&v, vpv_status(&v) | VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq(pr[0].activated, 1);
 	kick(&v, 0);
 	ck_assert_uint_eq(pr[0].notified[0], 1);
@@ -642,7 +642,7 @@ static void break_queue0(const struct vpci_view *view, struct vring_drv *r, stru
 	vpv_notify(view, 0);
 	fake_host_poll(&host);
 	ck_assert_uint_eq(p->notified[0], 1);
-	ck_assert(vpv_status(view) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(vpv_status(view) & VIRTIO_CONFIG_S_NEEDS_RESET);
 }
 
 START_TEST(test_broken_chain_needs_reset_with_config_interrupt_intx)
@@ -653,7 +653,7 @@ START_TEST(test_broken_chain_needs_reset_with_config_interrupt_intx)
 	ck_assert_uint_eq(vpv_isr(&v) & 0x2, 0x2);
 	/* Stuck until reset: rewriting status keeps it, the device stays idle. */
 	vpv_set_status(&v, 0x0F);
-	ck_assert(vpv_status(&v) & VIRTIO_STATUS_NEEDS_RESET);
+	ck_assert(vpv_status(&v) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	post(&ring[1], 1, 8);
 	kick(&v, 1);
 	ck_assert_uint_eq(pr[0].notified[1], 0);
@@ -709,7 +709,7 @@ START_TEST(test_broken_device_leaves_others_working)
 	kick(&v2, 0);
 	ck_assert_uint_eq(pr[1].notified[0], 1);
 	ck_assert_uint_eq(vrd_used_idx(&r2[0]), 1);
-	ck_assert_uint_eq(vpv_status(&v2) & VIRTIO_STATUS_NEEDS_RESET, 0);
+	ck_assert_uint_eq(vpv_status(&v2) & VIRTIO_CONFIG_S_NEEDS_RESET, 0);
 	ck_assert_uint_eq(sink_rec_lines(&rig.sink, PIN2, 1), 1);
 	ck_assert_uint_eq(vpv_isr(&v2), 0x1);
 }
@@ -740,8 +740,8 @@ START_TEST(test_pci_cfg_access_reaches_bar0)
 	via_cfg(bar_common + VPC_DFSELECT, 4, true, 1);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_DFSELECT, 4), 1);
 	ck_assert_uint_eq(via_cfg(bar_common + VPC_DF, 4, false, 0), (uint32_t)(f >> 32));
-	via_cfg(bar_common + VPC_STATUS, 1, true, VIRTIO_STATUS_ACKNOWLEDGE);
-	ck_assert_uint_eq(vpv_status(&v), VIRTIO_STATUS_ACKNOWLEDGE);
+	via_cfg(bar_common + VPC_STATUS, 1, true, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	ck_assert_uint_eq(vpv_status(&v), VIRTIO_CONFIG_S_ACKNOWLEDGE);
 	ck_assert_uint_eq(via_cfg(bar_common + VPC_NUMQ, 2, false, 0), NQ);
 }
 END_TEST

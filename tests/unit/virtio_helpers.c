@@ -244,7 +244,7 @@ void fake_transport_attach(struct fake_transport *f, struct virtio_dev *d, uint6
 void fake_dev_queue(struct virtio_dev *d, unsigned q, const struct guest_mem *m,
 		    const struct vring_drv *v)
 {
-	bool ev = virtio_has_feature(d, VIRTIO_F_EVENT_IDX_BIT);
+	bool ev = virtio_has_feature(d, VIRTIO_RING_F_EVENT_IDX);
 	int ret =
 	    virtq_init(&d->vqs[q], m, v->size, d->ops->queue_max, v->desc, v->avail, v->used, ev);
 	ck_assert_msg(ret == 0, "virtq_init of queue %u: %s", q, virtq_error_name(ret));
@@ -329,7 +329,7 @@ void vpv_init(struct vpci_view *v, struct pci_rig *r, uint8_t slot)
 	memset(v, 0, sizeof(*v));
 	v->rig = r;
 	v->slot = slot;
-	uint8_t c = (uint8_t)cfg_rd(r, slot, PCI_CAP_PTR, 1) & 0xFC;
+	uint8_t c = (uint8_t)cfg_rd(r, slot, PCI_CAPABILITY_LIST, 1) & 0xFC;
 	for (unsigned steps = 0; c && steps < 48; steps++) {
 		uint8_t id = (uint8_t)cfg_rd(r, slot, c, 1);
 		if (id == 0x09) {
@@ -343,7 +343,7 @@ void vpv_init(struct vpci_view *v, struct pci_rig *r, uint8_t slot)
 				if (type == VPCI_NOTIFY)
 					v->notify_mult = cfg_rd(r, slot, c + 16u, 4);
 			}
-		} else if (id == MSIX_CAP_ID && !v->msix_cap) {
+		} else if (id == PCI_CAP_ID_MSIX && !v->msix_cap) {
 			v->msix_cap = c;
 			uint32_t t = cfg_rd(r, slot, c + 4u, 4), p = cfg_rd(r, slot, c + 8u, 4);
 			v->msix_table = rig_bar_addr(r, slot, t & 7) + (t & ~7u);
@@ -385,15 +385,15 @@ uint64_t vpv_device_features(const struct vpci_view *v)
 bool vpv_negotiate(const struct vpci_view *v, uint64_t features)
 {
 	vpv_set_status(v, 0);
-	vpv_set_status(v, VIRTIO_STATUS_ACKNOWLEDGE);
-	vpv_set_status(v, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	vpv_set_status(v, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	vpv_set_status(v, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 	vpv_wr(v, VPC_GFSELECT, 4, 0);
 	vpv_wr(v, VPC_GF, 4, (uint32_t)features);
 	vpv_wr(v, VPC_GFSELECT, 4, 1);
 	vpv_wr(v, VPC_GF, 4, (uint32_t)(features >> 32));
-	vpv_set_status(v, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-			      VIRTIO_STATUS_FEATURES_OK);
-	return vpv_status(v) & VIRTIO_STATUS_FEATURES_OK;
+	vpv_set_status(v, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+			      VIRTIO_CONFIG_S_FEATURES_OK);
+	return vpv_status(v) & VIRTIO_CONFIG_S_FEATURES_OK;
 }
 
 void vpv_select(const struct vpci_view *v, unsigned q)
@@ -442,7 +442,7 @@ void vpv_msix_enable(const struct vpci_view *v, bool on)
 {
 	ck_assert_uint_ne(v->msix_cap, 0);
 	uint16_t c = (uint16_t)conf1_read(v->rig, 0, v->slot, 0, v->msix_cap + 2u, 2);
-	c = on ? (uint16_t)(c | MSIX_CTRL_ENABLE) : (uint16_t)(c & ~MSIX_CTRL_ENABLE);
+	c = on ? (uint16_t)(c | PCI_MSIX_FLAGS_ENABLE) : (uint16_t)(c & ~PCI_MSIX_FLAGS_ENABLE);
 	conf1_write(v->rig, 0, v->slot, 0, v->msix_cap + 2u, 2, c);
 }
 
