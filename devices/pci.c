@@ -188,7 +188,7 @@ static void bar_update(struct pci_device *d, int idx)
 		return;
 	}
 	struct bus *b = io ? d->bus->pio : d->bus->mmio;
-	int ret = bus_register(b, addr, bar->size, d->name, bar->read, bar->write, bar->opaque);
+	int ret = bus_register(b, addr, bar->size, bar->read, bar->write, bar->opaque);
 	if (ret) {
 		log_guest_warn(
 		    d->bus->log, &d->bar_warnings,
@@ -409,11 +409,9 @@ int pci_bus_init(struct pci_bus *b, const struct pci_bus_env *env)
 	pci_device_init(&b->host_bridge, "host-bridge", 0x8086, 0x29C0, 0x060000, 0);
 	int ret = pci_bus_add_device(b, &b->host_bridge, 0, 0);
 	if (!ret)
-		ret = bus_register(b->pio, PCI_CONF1_ADDR, 4, "pci-conf1-addr", conf1_addr_read,
-				   conf1_addr_write, b);
+		ret = bus_register(b->pio, PCI_CONF1_ADDR, 4, conf1_addr_read, conf1_addr_write, b);
 	if (!ret)
-		ret = bus_register(b->pio, PCI_CONF1_DATA, 4, "pci-conf1-data", conf1_data_read,
-				   conf1_data_write, b);
+		ret = bus_register(b->pio, PCI_CONF1_DATA, 4, conf1_data_read, conf1_data_write, b);
 	return ret;
 }
 

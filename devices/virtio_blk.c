@@ -169,13 +169,10 @@ static void blk_notify(struct virtio_dev *d, unsigned qi)
 			io_uring_submit(&b->ring);
 	}
 	io_uring_submit(&b->ring);
-	if (ret < 0 || malformed)
-		virtio_needs_reset(d, malformed
-					  ? "malformed block request (no header or status byte, "
-					    "or a head already in flight)"
-					  : virtq_error_name(ret));
-	if (q->used_idx != used_before)
-		virtio_queue_used(d, qi);
+	if (malformed)
+		virtio_needs_reset(d, "malformed block request (no header or status byte, or a "
+				      "head already in flight)");
+	virtio_queue_end_pass(d, qi, malformed ? 0 : ret, used_before);
 }
 
 static void blk_reap(struct virtio_blk *b, bool deliver)
@@ -208,13 +205,11 @@ void virtio_blk_complete(struct virtio_blk *b)
 	uint64_t count;
 	if (read(b->completion_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		return;
-	struct virtio_transport *t = b->vdev.transport;
-	t->ops->lock(t);
+	virtio_lock(&b->vdev);
 	uint16_t before = b->vdev.vqs[0].used_idx;
 	blk_reap(b, b->vdev.vqs[0].size != 0);
-	if (b->vdev.vqs[0].size && b->vdev.vqs[0].used_idx != before)
-		virtio_queue_used(&b->vdev, 0);
-	t->ops->unlock(t);
+	virtio_queue_end_pass(&b->vdev, 0, 0, before);
+	virtio_unlock(&b->vdev);
 }
 
 /* Reset: wait for what is in flight, so no completion lands in memory the
@@ -233,7 +228,6 @@ static void blk_reset(struct virtio_dev *d)
 }
 
 static const struct virtio_dev_ops blk_ops = {
-    .name = "virtio-blk",
     .type = VIRTIO_ID_BLOCK,
     .pci_class = 0x018000,
     .features =

@@ -22,7 +22,7 @@ static void console_config_read(struct virtio_dev *d, unsigned off, void *data, 
 static void console_fill_rx(struct virtio_console *c)
 {
 	struct virtq *q = &c->vdev.vqs[CONSOLE_RXQ];
-	bool pushed = false;
+	uint16_t used_before = q->used_idx;
 	int ret = 0;
 	while (c->rx_count && q->size && (ret = virtq_pop(q, c->elem)) == 1) {
 		uint64_t done = 0;
@@ -44,39 +44,30 @@ static void console_fill_rx(struct virtio_console *c)
 		}
 		virtq_push(q, c->elem->head, (uint32_t)done);
 		atomic_fetch_add(&c->rx_bytes, done);
-		pushed = true;
 	}
-	if (ret < 0)
-		virtio_needs_reset(&c->vdev, virtq_error_name(ret));
-	if (pushed)
-		virtio_queue_used(&c->vdev, CONSOLE_RXQ);
+	virtio_queue_end_pass(&c->vdev, CONSOLE_RXQ, ret, used_before);
+}
+
+/* A transmit buffer: its bytes go to the host's console. */
+static uint32_t console_tx(void *ctx, const struct virtq_elem *e)
+{
+	struct virtio_console *c = ctx;
+	for (unsigned i = 0; i < e->nout; i++)
+		char_sink_write(&c->out, e->out[i].iov_base, e->out[i].iov_len);
+	atomic_fetch_add(&c->tx_bytes, e->out_len);
+	return 0;
 }
 
 static void console_notify(struct virtio_dev *d, unsigned qi)
 {
 	struct virtio_console *c = d->priv;
-	if (qi == CONSOLE_RXQ) {
+	if (qi == CONSOLE_RXQ)
 		console_fill_rx(c);
-		return;
-	}
-	struct virtq *q = &d->vqs[CONSOLE_TXQ];
-	int ret;
-	bool pushed = false;
-	while ((ret = virtq_pop(q, c->elem)) == 1) {
-		for (unsigned i = 0; i < c->elem->nout; i++)
-			char_sink_write(&c->out, c->elem->out[i].iov_base, c->elem->out[i].iov_len);
-		atomic_fetch_add(&c->tx_bytes, c->elem->out_len);
-		virtq_push(q, c->elem->head, 0);
-		pushed = true;
-	}
-	if (ret < 0)
-		virtio_needs_reset(d, virtq_error_name(ret));
-	if (pushed)
-		virtio_queue_used(d, CONSOLE_TXQ);
+	else
+		virtio_queue_serve(d, CONSOLE_TXQ, c->elem, console_tx, c);
 }
 
 static const struct virtio_dev_ops console_ops = {
-    .name = "virtio-console",
     .type = VIRTIO_ID_CONSOLE,
     .pci_class = 0x078000,
     .features = 0,
@@ -99,9 +90,8 @@ int virtio_console_init(struct virtio_console *c, struct char_sink out)
 
 size_t virtio_console_receive(struct virtio_console *c, const uint8_t *buf, size_t len)
 {
-	struct virtio_transport *t = c->vdev.transport;
 	size_t n = 0;
-	t->ops->lock(t);
+	virtio_lock(&c->vdev);
 	while (n < len && c->rx_count < VIRTIO_CONSOLE_RX_CAP) {
 		c->rx[(c->rx_head + c->rx_count) % VIRTIO_CONSOLE_RX_CAP] = buf[n++];
 		c->rx_count++;
@@ -110,7 +100,7 @@ size_t virtio_console_receive(struct virtio_console *c, const uint8_t *buf, size
 	/* Host input is not a driver request: only a live device uses buffers. */
 	if (virtio_live(&c->vdev))
 		console_fill_rx(c);
-	t->ops->unlock(t);
+	virtio_unlock(&c->vdev);
 	return n;
 }
 

@@ -32,7 +32,7 @@ static void net_config_read(struct virtio_dev *d, unsigned off, void *data, unsi
  * them back if not, so no partial frame is ever used: 5.1.6.4.2), then
  * fills them. Returns false when the guest has no room yet. Locked.
  */
-static bool net_deliver_frame(struct virtio_net *n, bool *pushed)
+static bool net_deliver_frame(struct virtio_net *n)
 {
 	struct virtq *q = &n->vdev.vqs[NET_RXQ];
 	bool mrg = virtio_has_feature(&n->vdev, VIRTIO_NET_F_MRG_RXBUF);
@@ -80,7 +80,6 @@ static bool net_deliver_frame(struct virtio_net *n, bool *pushed)
 		    buf_to_iov(n->elem->in, n->elem->nin, 0, n->frame + off, n->frame_len - off);
 		off += done;
 		virtq_push(q, n->elem->head, (uint32_t)done);
-		*pushed = true;
 	}
 	/* num_buffers: little-endian u16 at offset 10 of the first header. */
 	uint8_t nb[2] = {(uint8_t)need, (uint8_t)(need >> 8)};
@@ -94,7 +93,7 @@ static bool net_deliver_frame(struct virtio_net *n, bool *pushed)
 /* Reads frames from the tap while the guest has room. Locked. */
 static void net_rx(struct virtio_net *n)
 {
-	bool pushed = false;
+	uint16_t used_before = n->vdev.vqs[NET_RXQ].used_idx;
 	if (!n->vdev.vqs[NET_RXQ].size)
 		return;
 	for (;;) {
@@ -104,32 +103,22 @@ static void net_rx(struct virtio_net *n)
 				break; /* EAGAIN, error, or a runt */
 			n->frame_len = (size_t)r;
 		}
-		if (!net_deliver_frame(n, &pushed))
+		if (!net_deliver_frame(n))
 			break;
 	}
-	if (pushed)
-		virtio_queue_used(&n->vdev, NET_RXQ);
+	virtio_queue_end_pass(&n->vdev, NET_RXQ, 0, used_before);
 }
 
-static void net_tx(struct virtio_net *n)
+/* A transmit buffer: header and frame go to the tap as they are (the tap
+ * takes the same vnet header). */
+static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 {
-	struct virtq *q = &n->vdev.vqs[NET_TXQ];
-	bool pushed = false;
-	int ret;
-	while ((ret = virtq_pop(q, n->elem)) == 1) {
-		/* Header and frame go to the tap as they are (same vnet header). */
-		if (n->elem->out_len < VIRTIO_NET_HDR_LEN ||
-		    writev(n->tap_fd, n->elem->out, (int)n->elem->nout) < 0)
-			atomic_fetch_add(&n->tx_errors, 1);
-		else
-			atomic_fetch_add(&n->tx_frames, 1);
-		virtq_push(q, n->elem->head, 0);
-		pushed = true;
-	}
-	if (ret < 0)
-		virtio_needs_reset(&n->vdev, virtq_error_name(ret));
-	if (pushed)
-		virtio_queue_used(&n->vdev, NET_TXQ);
+	struct virtio_net *n = ctx;
+	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(n->tap_fd, e->out, (int)e->nout) < 0)
+		atomic_fetch_add(&n->tx_errors, 1);
+	else
+		atomic_fetch_add(&n->tx_frames, 1);
+	return 0;
 }
 
 static void net_notify(struct virtio_dev *d, unsigned qi)
@@ -138,7 +127,7 @@ static void net_notify(struct virtio_dev *d, unsigned qi)
 	if (qi == NET_RXQ)
 		net_rx(n);
 	else
-		net_tx(n);
+		virtio_queue_serve(d, NET_TXQ, n->elem, net_tx, n);
 }
 
 static void net_reset(struct virtio_dev *d)
@@ -149,8 +138,7 @@ static void net_reset(struct virtio_dev *d)
 
 void virtio_net_tap_ready(struct virtio_net *n)
 {
-	struct virtio_transport *t = n->vdev.transport;
-	t->ops->lock(t);
+	virtio_lock(&n->vdev);
 	if (n->vdev.vqs[NET_RXQ].size && virtio_live(&n->vdev))
 		net_rx(n);
 	else {
@@ -158,11 +146,10 @@ void virtio_net_tap_ready(struct virtio_net *n)
 		while (read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX) > 0)
 			atomic_fetch_add(&n->rx_dropped, 1);
 	}
-	t->ops->unlock(t);
+	virtio_unlock(&n->vdev);
 }
 
 static const struct virtio_dev_ops net_ops = {
-    .name = "virtio-net",
     .type = VIRTIO_ID_NET,
     .pci_class = 0x020000,
     .features =

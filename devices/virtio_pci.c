@@ -40,78 +40,65 @@ static void vp_unlock(struct virtio_transport *t)
 	pthread_mutex_unlock(&vp_of(t)->lock);
 }
 
-/* Lock held. Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. The
- * configuration bit is set under MSI-X too (4.1.4.5.1). */
-static void vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
+/* Everything named _locked runs with vp->lock held; the entry points
+ * (BAR accesses, notify and resample handlers, the transport's lock op for
+ * a device's own I/O paths) take it once. */
+
+/* Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. The configuration
+ * bit is set under MSI-X too (4.1.4.5.1). */
+static void vp_interrupt_locked(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
 {
 	if (isr_bit == VIRTIO_PCI_ISR_CONFIG)
 		vp->isr |= isr_bit;
-	if (msix_enabled(&vp->msix)) {
-		/* 4.1.5.1.2: no interrupt for a queue mapped to NO_VECTOR. */
-		if (vec != VIRTIO_MSI_NO_VECTOR)
-			msix_fire(&vp->msix, vec);
-	} else {
+	/* msix_fire() drops a vector beyond the table, NO_VECTOR included
+	 * (4.1.5.1.2: no interrupt then), and says false while MSI-X is off. */
+	if (!msix_fire(&vp->msix, vec)) {
 		vp->isr |= isr_bit;
 		pci_device_set_intx(&vp->pci, true);
 	}
 	atomic_fetch_add(&vp->interrupts, 1);
 }
 
-static void vp_queue_used(struct virtio_transport *t, unsigned q)
+static void vp_queue_used_locked(struct virtio_transport *t, unsigned q)
 {
 	struct virtio_pci *vp = vp_of(t);
-	pthread_mutex_lock(&vp->lock);
 	if (q < vp->dev->ops->num_queues && virtq_should_notify(&vp->dev->vqs[q]))
-		vp_interrupt(vp, vp->queues[q].msix_vector, VIRTIO_PCI_ISR_QUEUE);
-	pthread_mutex_unlock(&vp->lock);
-}
-
-static void vp_config_changed(struct virtio_transport *t)
-{
-	struct virtio_pci *vp = vp_of(t);
-	pthread_mutex_lock(&vp->lock);
-	vp->config_generation++;
-	vp_interrupt(vp, vp->msix_config, VIRTIO_PCI_ISR_CONFIG);
-	pthread_mutex_unlock(&vp->lock);
+		vp_interrupt_locked(vp, vp->queues[q].msix_vector, VIRTIO_PCI_ISR_QUEUE);
 }
 
 /* 2.1.2: a device that cannot go on sets NEEDS_RESET and, once DRIVER_OK
  * was set, sends a configuration change notification. */
-static void vp_needs_reset(struct virtio_transport *t, const char *why)
+static void vp_needs_reset_locked(struct virtio_transport *t, const char *why)
 {
 	struct virtio_pci *vp = vp_of(t);
-	pthread_mutex_lock(&vp->lock);
-	if (!(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET)) {
-		log_guest_warn(vp->host.log, &vp->reset_warnings,
-			       "%s: broken driver (%s): device needs reset", vp->pci.name, why);
-		vp->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
-		atomic_fetch_add(&vp->broken, 1);
-		if (vp->status & VIRTIO_CONFIG_S_DRIVER_OK)
-			vp_config_changed(t);
+	if (vp->status & VIRTIO_CONFIG_S_NEEDS_RESET)
+		return;
+	log_guest_warn(vp->host.log, &vp->reset_warnings,
+		       "%s: broken driver (%s): device needs reset", vp->pci.name, why);
+	vp->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
+	atomic_fetch_add(&vp->broken, 1);
+	if (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) {
+		vp->config_generation++;
+		vp_interrupt_locked(vp, vp->msix_config, VIRTIO_PCI_ISR_CONFIG);
 	}
-	pthread_mutex_unlock(&vp->lock);
 }
 
-static bool vp_live(struct virtio_transport *t)
+static bool vp_live_locked(struct virtio_transport *t)
 {
 	struct virtio_pci *vp = vp_of(t);
-	pthread_mutex_lock(&vp->lock);
-	bool live =
-	    (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) && !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET);
-	pthread_mutex_unlock(&vp->lock);
-	return live;
+	return (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	       !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET);
 }
 
 static const struct virtio_transport_ops vp_transport_ops = {
-    .queue_used = vp_queue_used,
-    .live = vp_live,
-    .config_changed = vp_config_changed,
-    .needs_reset = vp_needs_reset,
+    .queue_used = vp_queue_used_locked,
+    .needs_reset = vp_needs_reset_locked,
+    .live = vp_live_locked,
     .lock = vp_lock,
     .unlock = vp_unlock,
 };
 
-static void vp_reset(struct virtio_pci *vp)
+static void vp_reset_locked(struct virtio_pci *vp)
 {
 	struct virtio_dev *d = vp->dev;
 	if (d->ops->reset)
@@ -155,7 +142,7 @@ static unsigned cc_width(unsigned off)
 	return off < CC_SIZE ? 4 : 0;
 }
 
-static uint32_t vp_common_read(struct virtio_pci *vp, unsigned off)
+static uint32_t vp_common_read_locked(struct virtio_pci *vp, unsigned off)
 {
 	struct virtio_pci_queue *q =
 	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
@@ -190,11 +177,23 @@ static uint32_t vp_common_read(struct virtio_pci *vp, unsigned off)
 	}
 }
 
-static void vp_set_status(struct virtio_pci *vp, uint8_t v)
+/* Wakes the I/O thread for queue q as a notify does; `host` marks a wake-up
+ * that is the device's own, not the driver's (not counted as a notify). */
+static void vp_kick_queue(struct virtio_pci_queue *q, bool host)
+{
+	uint64_t one = 1;
+	if (host)
+		atomic_store(&q->host_kick, true);
+	if (write(q->notify_fd, &one, sizeof(one)) < 0) {
+		/* counter full: a wake-up is pending anyway */
+	}
+}
+
+static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 {
 	struct virtio_dev *d = vp->dev;
 	if (v == 0) {
-		vp_reset(vp); /* 4.1.4.3.1: writing 0 resets the device */
+		vp_reset_locked(vp); /* 4.1.4.3.1: writing 0 resets the device */
 		return;
 	}
 	uint8_t old = vp->status;
@@ -209,12 +208,20 @@ static void vp_set_status(struct virtio_pci *vp, uint8_t v)
 			v &= (uint8_t)~VIRTIO_CONFIG_S_FEATURES_OK;
 	}
 	vp->status = (uint8_t)(v | (old & VIRTIO_CONFIG_S_NEEDS_RESET));
-	if ((v & VIRTIO_CONFIG_S_DRIVER_OK) && !(old & VIRTIO_CONFIG_S_DRIVER_OK) &&
-	    d->ops->activate)
+	if (!(v & VIRTIO_CONFIG_S_DRIVER_OK) || (old & VIRTIO_CONFIG_S_DRIVER_OK))
+		return;
+	if (d->ops->activate)
 		d->ops->activate(d);
+	/* The device looks now, on the I/O thread, at each enabled queue that
+	 * holds buffers: a driver may have queued them (and notified, which was
+	 * dropped) before DRIVER_OK, as Linux 5.10's virtio-rng does in its
+	 * probe. */
+	for (unsigned i = 0; i < d->ops->num_queues; i++)
+		if (vp->queues[i].enabled && virtq_has_avail(&d->vqs[i]))
+			vp_kick_queue(&vp->queues[i], true);
 }
 
-static void vp_queue_enable(struct virtio_pci *vp, struct virtio_pci_queue *q, unsigned idx)
+static void vp_queue_enable_locked(struct virtio_pci *vp, struct virtio_pci_queue *q, unsigned idx)
 {
 	struct virtio_dev *d = vp->dev;
 	int ret = virtq_init(&d->vqs[idx], vp->mem, q->size, d->ops->queue_max, q->desc, q->driver,
@@ -223,13 +230,13 @@ static void vp_queue_enable(struct virtio_pci *vp, struct virtio_pci_queue *q, u
 		char why[96];
 		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx,
 			 q->size, (unsigned long long)q->desc, virtq_error_name(ret));
-		vp_needs_reset(&vp->transport, why);
+		vp_needs_reset_locked(&vp->transport, why);
 		return;
 	}
 	q->enabled = true;
 }
 
-static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
+static void vp_common_write_locked(struct virtio_pci *vp, unsigned off, uint32_t v)
 {
 	struct virtio_pci_queue *q =
 	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
@@ -248,7 +255,7 @@ static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 		}
 		return;
 	case VIRTIO_PCI_COMMON_MSIX: vp->msix_config = vp_valid_vector(vp, (uint16_t)v); return;
-	case VIRTIO_PCI_COMMON_STATUS: vp_set_status(vp, (uint8_t)v); return;
+	case VIRTIO_PCI_COMMON_STATUS: vp_set_status_locked(vp, (uint8_t)v); return;
 	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)v; return;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
 		if (q)
@@ -276,7 +283,7 @@ static void vp_common_write(struct virtio_pci *vp, unsigned off, uint32_t v)
 		break;
 	case VIRTIO_PCI_COMMON_Q_ENABLE:
 		if (v == 1)
-			vp_queue_enable(vp, q, vp->queue_select);
+			vp_queue_enable_locked(vp, q, vp->queue_select);
 		break;
 	case VIRTIO_PCI_COMMON_Q_DESCLO: q->desc = (q->desc & ~0xFFFFFFFFULL) | v; break;
 	case VIRTIO_PCI_COMMON_Q_DESCHI:
@@ -302,10 +309,10 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 	if (off < VIRTIO_PCI_COMMON_OFF + CC_SIZE) {
 		unsigned w = cc_width((unsigned)off);
 		if (len == w && (off % w) == 0)
-			v = vp_common_read(vp, (unsigned)off);
+			v = vp_common_read_locked(vp, (unsigned)off);
 		else if (len == 8 && off >= VIRTIO_PCI_COMMON_Q_DESCLO && (off % 8) == 0)
-			v = vp_common_read(vp, (unsigned)off) |
-			    (uint64_t)vp_common_read(vp, (unsigned)off + 4) << 32;
+			v = vp_common_read_locked(vp, (unsigned)off) |
+			    (uint64_t)vp_common_read_locked(vp, (unsigned)off + 4) << 32;
 	} else if (off == VIRTIO_PCI_ISR_OFF) {
 		/* 4.1.4.5: reading the ISR returns and clears it, and lowers INTx. */
 		v = vp->isr;
@@ -329,20 +336,19 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 	if (off >= VIRTIO_PCI_NOTIFY_OFF) {
 		/* Without an ioeventfd the write arrives here, on a vCPU thread:
 		 * hand it to the I/O thread all the same. */
-		uint64_t q = (off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT, one = 1;
-		if (q < vp->dev->ops->num_queues && write(vp->queues[q].notify_fd, &one, 8) < 0) {
-			/* counter full: a notification is pending anyway */
-		}
+		uint64_t q = (off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT;
+		if (q < vp->dev->ops->num_queues)
+			vp_kick_queue(&vp->queues[q], false);
 		return;
 	}
 	pthread_mutex_lock(&vp->lock);
 	if (off < VIRTIO_PCI_COMMON_OFF + CC_SIZE) {
 		unsigned w = cc_width((unsigned)off);
 		if (len == w && (off % w) == 0) {
-			vp_common_write(vp, (unsigned)off, (uint32_t)v);
+			vp_common_write_locked(vp, (unsigned)off, (uint32_t)v);
 		} else if (len == 8 && off >= VIRTIO_PCI_COMMON_Q_DESCLO && (off % 8) == 0) {
-			vp_common_write(vp, (unsigned)off, (uint32_t)v);
-			vp_common_write(vp, (unsigned)off + 4, (uint32_t)(v >> 32));
+			vp_common_write_locked(vp, (unsigned)off, (uint32_t)v);
+			vp_common_write_locked(vp, (unsigned)off + 4, (uint32_t)(v >> 32));
 		}
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
@@ -361,7 +367,8 @@ static void vp_notify_ready(void *arg)
 	uint64_t count;
 	if (read(q->notify_fd, &count, sizeof(count)) < 0)
 		return;
-	atomic_fetch_add(&vp->notifies, 1);
+	if (count > (uint64_t)atomic_exchange(&q->host_kick, false))
+		atomic_fetch_add(&vp->notifies, 1);
 	pthread_mutex_lock(&vp->lock);
 	if ((vp->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
 	    !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET) && q->enabled && vp->dev->ops->queue_notify)
@@ -477,15 +484,11 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 		    const struct virtio_host *host, bool msix_hidden)
 {
 	const struct virtio_dev_ops *ops = dev->ops;
-	pthread_mutexattr_t attr;
 	memset(vp, 0, sizeof(*vp));
 	if (ops->num_queues == 0 || ops->num_queues > VIRTIO_MAX_QUEUES || ops->queue_max == 0 ||
 	    ops->config_size > 0x1000)
 		return -EINVAL;
-	pthread_mutexattr_init(&attr);
-	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&vp->lock, &attr);
-	pthread_mutexattr_destroy(&attr);
+	pthread_mutex_init(&vp->lock, NULL);
 	vp->dev = dev;
 	vp->host = *host;
 	vp->mem = mem;
@@ -547,7 +550,9 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 			msix_pba_offset(nvec), msix_hidden);
 	if (ret)
 		return ret;
-	vp_reset(vp);
+	pthread_mutex_lock(&vp->lock);
+	vp_reset_locked(vp);
+	pthread_mutex_unlock(&vp->lock);
 	return 0;
 }
 

@@ -49,6 +49,7 @@ struct virtio_pci_queue {
 	int notify_fd;
 	struct virtio_pci *owner;
 	unsigned index;
+	atomic_bool host_kick; /* the next wake-up is the device's own */
 };
 
 struct virtio_pci {
@@ -58,7 +59,7 @@ struct virtio_pci {
 	struct virtio_dev *dev;
 	struct virtio_host host;
 	const struct guest_mem *mem;
-	pthread_mutex_t lock; /* recursive: device work runs under it */
+	pthread_mutex_t lock; /* taken once at each entry point (virtio.h) */
 	uint64_t device_features;
 	uint32_t device_feature_select, driver_feature_select;
 	uint64_t driver_features;

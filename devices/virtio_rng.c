@@ -8,41 +8,36 @@
 #define RNG_QUEUE_MAX 256
 
 /* 5.4.6: the device fills each device-writable buffer with random bytes. */
+static uint32_t rng_fill(void *ctx, const struct virtq_elem *e)
+{
+	struct virtio_rng *r = ctx;
+	uint64_t done = 0;
+	for (unsigned i = 0; i < e->nin; i++) {
+		const struct iovec *v = &e->in[i];
+		size_t off = 0;
+		while (off < v->iov_len) {
+			ssize_t n = r->source((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+		done += off;
+		if (off < v->iov_len)
+			break;
+	}
+	atomic_fetch_add(&r->bytes, done);
+	return (uint32_t)done;
+}
+
 static void rng_notify(struct virtio_dev *d, unsigned qi)
 {
 	struct virtio_rng *r = d->priv;
-	struct virtq *q = &d->vqs[qi];
-	int ret, pushed = 0;
-	while ((ret = virtq_pop(q, r->elem)) == 1) {
-		uint64_t done = 0;
-		for (unsigned i = 0; i < r->elem->nin; i++) {
-			struct iovec *v = &r->elem->in[i];
-			size_t off = 0;
-			while (off < v->iov_len) {
-				ssize_t n =
-				    r->source((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n <= 0)
-					break;
-				off += (size_t)n;
-			}
-			done += off;
-			if (off < v->iov_len)
-				break;
-		}
-		virtq_push(q, r->elem->head, (uint32_t)done);
-		atomic_fetch_add(&r->bytes, done);
-		pushed++;
-	}
-	if (ret < 0)
-		virtio_needs_reset(d, virtq_error_name(ret));
-	if (pushed)
-		virtio_queue_used(d, qi);
+	virtio_queue_serve(d, qi, r->elem, rng_fill, r);
 }
 
 static const struct virtio_dev_ops rng_ops = {
-    .name = "virtio-rng",
     .type = VIRTIO_ID_RNG,
     .pci_class = 0xFF0000,
     .features = 0,

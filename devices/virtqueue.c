@@ -124,6 +124,11 @@ static int walk_indirect(const struct virtq *q, struct virtq_elem *e, const stru
 	}
 }
 
+bool virtq_has_avail(const struct virtq *q)
+{
+	return q->size && ring_read16(q, q->avail_addr + 2) != q->last_avail;
+}
+
 int virtq_pop(struct virtq *q, struct virtq_elem *e)
 {
 	if (!q->size)

@@ -59,6 +59,9 @@ struct virtq_elem {
  * inside RAM). On success the queue is live with indices at 0. */
 int virtq_init(struct virtq *q, const struct guest_mem *mem, uint16_t size, uint16_t max_size,
 	       uint64_t desc, uint64_t avail, uint64_t used, bool event_idx);
+/* Whether the driver has made buffers available that were not popped yet
+ * (a broken avail index counts: the pop then says what is wrong). */
+bool virtq_has_avail(const struct virtq *q);
 /* 1 = an element was taken, 0 = ring empty, <0 = enum virtq_error. */
 int virtq_pop(struct virtq *q, struct virtq_elem *e);
 /* Gives back the last `n` popped, unpushed elements (a receive path that

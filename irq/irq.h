@@ -139,8 +139,6 @@ struct irq_router {
 
 void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx);
 void irq_router_destroy(struct irq_router *r);
-/* Sends the default table (GSI 0-23) once, so later updates only add. */
-int irq_router_start(struct irq_router *r);
 
 /* ISA lines. */
 struct irq_line *irq_line_claim(struct irq_router *r, uint32_t gsi, const char *owner);

@@ -69,14 +69,6 @@ static int msi_send_routes(struct irq_router *r)
 	return ret;
 }
 
-int irq_router_start(struct irq_router *r)
-{
-	pthread_mutex_lock(&r->lock);
-	int ret = msi_send_routes(r);
-	pthread_mutex_unlock(&r->lock);
-	return ret;
-}
-
 struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owner, unsigned index)
 {
 	struct irq_msi_vector *v = calloc(1, sizeof(*v));

@@ -1,10 +1,9 @@
 /*
  * vCPU threads: set-up (CPUID, MSRs, LAPIC LINT0/1, FPU, 64-bit boot
  * state), KVM_RUN, and the exit dispatcher onto the port and MMIO buses.
- * Also the fallbacks for instructions this project's host does not
- * emulate in guest ring 0 (notes/kvm-host.md): int3 -> inject #BP,
- * clac/stac -> edit RFLAGS.AC at CPL 0, fwait -> its architectural effect;
- * each counted and reported.
+ * An emulation failure goes to the ring-0 fallbacks (vmm/vcpu_fallback.h),
+ * whose uses each vCPU counts here, or to the crash report
+ * (vmm/vcpu_diag.h).
  */
 #ifndef VMM_VCPU_H
 #define VMM_VCPU_H

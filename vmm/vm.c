@@ -75,7 +75,7 @@ void vm_note_first_run(struct vm *vm)
 static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn rd,
 		       bus_write_fn wr, void *opaque, struct err *e)
 {
-	int ret = bus_register(b, base, len, name, rd, wr, opaque);
+	int ret = bus_register(b, base, len, rd, wr, opaque);
 	if (ret)
 		return err_set(e, ERR_HOST, "cannot register %s at %s 0x%llx: %s", name, b->name,
 			       (unsigned long long)base, strerror(-ret));

@@ -101,7 +101,7 @@ _Static_assert(QD *DESCS_PER <= QSIZE, "chains fit in the descriptor table");
 
 struct fake_transport {
 	struct virtio_transport t; /* first: the device gets &t */
-	unsigned long queue_used_calls, config_changed_calls;
+	unsigned long queue_used_calls;
 	bool needs_reset;
 	char why[256];
 };
@@ -115,11 +115,6 @@ static void ft_queue_used(struct virtio_transport *t, unsigned q)
 {
 	(void)q;
 	ft_of(t)->queue_used_calls++;
-}
-
-static void ft_config_changed(struct virtio_transport *t)
-{
-	ft_of(t)->config_changed_calls++;
 }
 
 static void ft_needs_reset(struct virtio_transport *t, const char *why)
@@ -142,7 +137,6 @@ static void ft_unlock(struct virtio_transport *t)
 
 static const struct virtio_transport_ops ft_ops = {
     .queue_used = ft_queue_used,
-    .config_changed = ft_config_changed,
     .needs_reset = ft_needs_reset,
     .lock = ft_lock,
     .unlock = ft_unlock,

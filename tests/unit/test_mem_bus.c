@@ -205,7 +205,7 @@ static void bus_teardown(void)
 
 static int reg(uint64_t base, uint64_t len, struct dev_rec *d)
 {
-	return bus_register(&bus, base, len, "dev", dev_read, dev_write, d);
+	return bus_register(&bus, base, len, dev_read, dev_write, d);
 }
 
 START_TEST(test_bus_register_disjoint_ranges)

@@ -542,6 +542,30 @@ START_TEST(test_notify_runs_device_only_after_driver_ok)
 }
 END_TEST
 
+/* 3.1.1 and Linux 5.10's virtio-rng, which queues its first request in
+ * probe, before DRIVER_OK: the device looks at its queues at DRIVER_OK, on
+ * the I/O thread, with no second notification; that look is not counted
+ * as a driver notification. */
+START_TEST(test_buffers_queued_before_driver_ok_are_served_at_driver_ok)
+{
+	ck_assert(vpv_negotiate(&v, F_V1));
+	for (unsigned q = 0; q < NQ; q++)
+		vpv_queue(&v, q, &ring[q]);
+	uint64_t a = post(&ring[1], 1, 64);
+	kick(&v, 1); /* dropped: no DRIVER_OK yet */
+	ck_assert_uint_eq(pr[0].notified[1], 0);
+	ck_assert_uint_eq(vp[0].notifies, 1);
+	vpv_set_status(&v, vpv_status(&v) | VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(pr[0].notified[1], 0); /* not on the vCPU thread */
+	fake_host_poll(&host);
+	ck_assert_uint_eq(pr[0].notified[1], 1);
+	ck_assert_uint_eq(pr[0].notified[0] + pr[0].notified[2], 0); /* empty queues */
+	ck_assert_uint_eq(vrd_used_idx(&ring[1]), 1);
+	ck_assert(bytes_all(rig.ram.buf + a, 64, 0xA5));
+	ck_assert_uint_eq(vp[0].notifies, 1);
+}
+END_TEST
+
 START_TEST(test_notify_address_selects_queue)
 {
 	bring_up(&v, ring);
@@ -780,6 +804,7 @@ static Suite *virtio_pci_suite(void)
 	t = tcase_create("operation");
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_notify_runs_device_only_after_driver_ok);
+	tcase_add_test(t, test_buffers_queued_before_driver_ok_are_served_at_driver_ok);
 	tcase_add_test(t, test_notify_address_selects_queue);
 	tcase_add_test(t, test_intx_used_buffer_sets_isr_and_asserts);
 	tcase_add_test(t, test_no_interrupt_flag_suppresses_intx);

@@ -195,11 +195,6 @@ static void ft_queue_used(struct virtio_transport *t, unsigned q)
 		ft_of(t)->used[q]++;
 }
 
-static void ft_config_changed(struct virtio_transport *t)
-{
-	ft_of(t)->config_changed++;
-}
-
 static void ft_needs_reset(struct virtio_transport *t, const char *why)
 {
 	struct fake_transport *f = ft_of(t);
@@ -227,7 +222,6 @@ static bool ft_live(struct virtio_transport *t)
 static const struct virtio_transport_ops ft_ops = {
     .queue_used = ft_queue_used,
     .live = ft_live,
-    .config_changed = ft_config_changed,
     .needs_reset = ft_needs_reset,
     .lock = ft_lock,
     .unlock = ft_unlock,
@@ -292,7 +286,6 @@ void virtio_probe_init(struct virtio_probe *p, uint16_t type, unsigned nq, uint1
 	ck_assert_uint_le(nq, PROBE_MAX_QUEUES);
 	memset(p, 0, sizeof(*p));
 	p->ops = (struct virtio_dev_ops){
-	    .name = "probe",
 	    .type = type,
 	    .pci_class = 0xFF0000,
 	    .features = PROBE_FEATURES,

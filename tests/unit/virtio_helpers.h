@@ -92,7 +92,7 @@ int fake_host_watch_of(const struct fake_host *h, int fd);
 struct fake_transport {
 	struct virtio_transport t;
 	unsigned used[VIRTIO_MAX_QUEUES];
-	unsigned config_changed, needs_reset;
+	unsigned needs_reset;
 	char why[160];
 	int lock_depth;
 	unsigned locks;

@@ -39,8 +39,8 @@ static unsigned bus_lower_bound(const struct bus *b, uint64_t addr)
 	return lo;
 }
 
-int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn read,
-		 bus_write_fn write, void *opaque)
+int bus_register(struct bus *b, uint64_t base, uint64_t len, bus_read_fn read, bus_write_fn write,
+		 void *opaque)
 {
 	int ret = 0;
 	if (len == 0 || base + (len - 1) < base)
@@ -62,7 +62,7 @@ int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name, b
 		b->cap = cap;
 	}
 	memmove(&b->ranges[i + 1], &b->ranges[i], (b->nranges - i) * sizeof(b->ranges[0]));
-	b->ranges[i] = (struct bus_range){base, len, name, read, write, opaque};
+	b->ranges[i] = (struct bus_range){base, len, read, write, opaque};
 	b->nranges++;
 out:
 	pthread_rwlock_unlock(&b->lock);
@@ -88,7 +88,6 @@ static void bus_note_unclaimed(struct bus *b, uint64_t addr, unsigned len, bool 
 {
 	bool first = true;
 	pthread_mutex_lock(&b->unclaimed_lock);
-	b->unclaimed_accesses++;
 	for (unsigned i = 0; i < b->nunclaimed; i++)
 		if (b->unclaimed_seen[i] == addr)
 			first = false;

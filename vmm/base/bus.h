@@ -18,7 +18,6 @@ typedef void (*bus_write_fn)(void *opaque, uint64_t offset, const void *data, un
 
 struct bus_range {
 	uint64_t base, len;
-	const char *name;
 	bus_read_fn read;
 	bus_write_fn write;
 	void *opaque;
@@ -35,15 +34,14 @@ struct bus {
 	pthread_mutex_t unclaimed_lock;
 	uint64_t unclaimed_seen[BUS_UNCLAIMED_LOG_MAX];
 	unsigned nunclaimed;
-	uint64_t unclaimed_accesses;
 };
 
 void bus_init(struct bus *b, const char *name, struct log *log);
 void bus_destroy(struct bus *b);
 /* 0, -EEXIST if [base, base+len) overlaps a registered range, -EINVAL for
  * an empty or wrapping range, -ENOMEM. */
-int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn read,
-		 bus_write_fn write, void *opaque);
+int bus_register(struct bus *b, uint64_t base, uint64_t len, bus_read_fn read, bus_write_fn write,
+		 void *opaque);
 /* Removes the range registered at exactly `base` with this opaque; -ENOENT. */
 int bus_unregister(struct bus *b, uint64_t base, void *opaque);
 /* Dispatch; returns true when a device claimed the access. */

@@ -1,0 +1,23 @@
+/* The device side of the virtio interface: the pass over a queue that every
+ * device ends the same way. */
+#include "virtio.h"
+
+void virtio_queue_end_pass(struct virtio_dev *d, unsigned q, int ret, uint16_t used_before)
+{
+	if (ret < 0)
+		virtio_needs_reset(d, virtq_error_name(ret));
+	if (d->vqs[q].used_idx != used_before)
+		virtio_queue_used(d, q);
+}
+
+unsigned virtio_queue_serve(struct virtio_dev *d, unsigned q, struct virtq_elem *elem,
+			    uint32_t (*serve)(void *ctx, const struct virtq_elem *e), void *ctx)
+{
+	struct virtq *vq = &d->vqs[q];
+	uint16_t before = vq->used_idx;
+	int ret;
+	while ((ret = virtq_pop(vq, elem)) == 1)
+		virtq_push(vq, elem->head, serve(ctx, elem));
+	virtio_queue_end_pass(d, q, ret, before);
+	return (uint16_t)(vq->used_idx - before);
+}
