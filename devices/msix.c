@@ -38,6 +38,7 @@ int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsi
 		return -EINVAL;
 	pthread_mutex_init(&m->lock, NULL);
 	m->dev = d;
+	m->irq = irq;
 	m->nvectors = nvectors;
 	m->bar = bar;
 	m->table_offset = table_offset;
@@ -76,14 +77,15 @@ void msix_destroy(struct msix *m)
 	m->vectors = NULL;
 }
 
-/* Pushes entry n's effective state to the door; table lock held. */
-static void msix_sync_vector(struct msix *m, unsigned n)
+/* Pushes entry n's effective state to the door, inside a route batch
+ * (irq_routes_begin/commit); table lock held. */
+static void msix_sync_vector_locked(struct msix *m, unsigned n)
 {
 	const uint32_t *e = &m->table[n * 4];
 	bool masked =
 	    !m->enabled || m->function_masked || (e[ENTRY_CTRL] & PCI_MSIX_ENTRY_CTRL_MASKBIT);
 	uint64_t addr = e[ENTRY_ADDR_LO] | (uint64_t)e[ENTRY_ADDR_HI] << 32;
-	irq_msi_route_update(m->vectors[n], addr, e[ENTRY_DATA], masked);
+	irq_msi_route_update_locked(m->vectors[n], addr, e[ENTRY_DATA], masked);
 }
 
 void msix_config_written(struct msix *m, unsigned off, unsigned len)
@@ -97,8 +99,11 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 	if (enabled != m->enabled || fmask != m->function_masked) {
 		m->enabled = enabled;
 		m->function_masked = fmask;
+		/* Every vector may change: one routing table for all of them. */
+		irq_routes_begin(m->irq);
 		for (unsigned i = 0; i < m->nvectors; i++)
-			msix_sync_vector(m, i);
+			msix_sync_vector_locked(m, i);
+		irq_routes_commit(m->irq);
 	}
 	pthread_mutex_unlock(&m->lock);
 	/* While MSI-X is enabled the function may not use INTx (6.8.2). */
@@ -189,7 +194,9 @@ bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data,
 		/* Vector Control: only the mask bit is writable (6.8.2.9). */
 		*slot = ((dw + i) % 4 == ENTRY_CTRL) ? (v[i] & PCI_MSIX_ENTRY_CTRL_MASKBIT) : v[i];
 	}
-	msix_sync_vector(m, dw / 4);
+	irq_routes_begin(m->irq);
+	msix_sync_vector_locked(m, dw / 4);
+	irq_routes_commit(m->irq);
 	pthread_mutex_unlock(&m->lock);
 	return true;
 }

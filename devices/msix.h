@@ -6,7 +6,7 @@
  *
  * Mask and pending state are kept by the interrupt door (irq/), one lock
  * for vCPU and I/O threads; this file turns table, function-mask and
- * enable changes into irq_msi_route_update() calls.
+ * enable changes into route updates, one batch per guest access.
  */
 #ifndef DEVICES_MSIX_H
 #define DEVICES_MSIX_H
@@ -26,6 +26,7 @@ struct irq_msi_vector;
 
 struct msix {
 	struct pci_device *dev;
+	struct irq_router *irq;
 	unsigned nvectors;
 	uint8_t cap; /* config offset of the capability; 0 = hidden */
 	uint8_t bar;

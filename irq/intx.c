@@ -121,27 +121,3 @@ void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index)
 	}
 	pthread_mutex_unlock(&r->lock);
 }
-
-void irq_router_destroy(struct irq_router *r)
-{
-	for (unsigned i = 0; i < r->nvectors; i++) {
-		if (r->vectors[i]->eventfd >= 0)
-			close(r->vectors[i]->eventfd);
-		free(r->vectors[i]);
-	}
-	free(r->vectors);
-	r->vectors = NULL;
-	r->nvectors = r->cap = 0;
-	for (unsigned i = 0; i < IRQ_INTX_PINS; i++) {
-		struct irq_intx_pin *p = &r->pins[i];
-		for (unsigned j = 0; j < p->nsharers; j++)
-			free(p->sharers[j]);
-		p->nsharers = 0;
-		if (p->irqfd >= 0)
-			close(p->irqfd);
-		if (p->resamplefd >= 0)
-			close(p->resamplefd);
-		p->irqfd = p->resamplefd = -1;
-		p->irqfd_ready = false;
-	}
-}

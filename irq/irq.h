@@ -114,8 +114,11 @@ struct irq_msi_vector {
 	bool pending; /* fired while masked; delivered on unmask (PBA bit) */
 	uint32_t gsi; /* irqfd delivery: its route, 0 = none yet */
 	int eventfd;
-	bool installed;	    /* route in KVM's table is (inst_addr, inst_data) */
-	bool route_refused; /* KVM refused it once: said so, now SIGNAL_MSI */
+	bool installed;		/* route in KVM's table is (inst_addr, inst_data) */
+	bool staged;		/* its route changed in the open batch */
+	bool irqfd_unassigned;	/* its eventfd is new: KVM_IRQFD at the commit */
+	bool deliver_at_commit; /* unmasked while pending, in the open batch */
+	bool route_refused;	/* KVM refused it once: said so, now SIGNAL_MSI */
 	uint64_t inst_addr;
 	uint32_t inst_data;
 	struct irq_counters stats;
@@ -134,6 +137,8 @@ struct irq_router {
 	unsigned nvectors, cap;
 	uint32_t next_gsi;
 	atomic_uint_fast64_t route_table_updates; /* KVM_SET_GSI_ROUTING calls */
+	struct irq_route *route_table;		  /* the table as last built */
+	unsigned nstaged, ndeliver;		  /* vectors with work at the commit */
 	struct log *log; /* where the door reports a refusal once; may be NULL */
 };
 
@@ -164,6 +169,14 @@ void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index);
 struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owner, unsigned index);
 /* The device's view of the vector changed (table write, mask, enable). */
 void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data, bool masked);
+/* Several changes from one guest access: begin, the _locked updates, then
+ * commit, which sends the routing table once (if a route changed), assigns
+ * new irqfds after it, and delivers what unmasking made due. begin takes
+ * the router lock and commit releases it. */
+void irq_routes_begin(struct irq_router *r);
+void irq_msi_route_update_locked(struct irq_msi_vector *v, uint64_t addr, uint32_t data,
+				 bool masked);
+void irq_routes_commit(struct irq_router *r);
 /* The device raises the vector: delivered, or latched while masked. */
 void irq_msi_fire(struct irq_msi_vector *v);
 bool irq_msi_pending(struct irq_msi_vector *v);

@@ -6,24 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx)
-{
-	memset(r, 0, sizeof(*r));
-	r->ops = ops;
-	r->ctx = ctx;
-	r->next_gsi = IRQ_MSI_FIRST_GSI;
-	pthread_mutex_init(&r->lock, NULL);
-	for (uint32_t i = 0; i < IRQ_ISA_LINES; i++) {
-		r->lines[i].router = r;
-		r->lines[i].gsi = i;
-		pthread_mutex_init(&r->lines[i].lock, NULL);
-	}
-	for (uint32_t i = 0; i < IRQ_INTX_PINS; i++) {
-		r->pins[i].gsi = IRQ_INTX_FIRST + i;
-		r->pins[i].irqfd = r->pins[i].resamplefd = -1;
-	}
-}
-
 struct irq_line *irq_line_claim(struct irq_router *r, uint32_t gsi, const char *owner)
 {
 	if (gsi >= IRQ_ISA_LINES || r->claimed[gsi])

@@ -8,7 +8,9 @@
  * write. KVM_SET_GSI_ROUTING replaces the whole table, KVM's defaults
  * included, so every send carries GSI 0-23 too; it is sent only when an
  * unmasked route really changed (needless updates cost another VMM ~30% of
- * guest boot time).
+ * guest boot time), and once for all the changes of one guest access
+ * (irq_routes_begin/commit, as QEMU's kvm_irqchip_commit_routes): enabling
+ * MSI-X with N vectors unmasked is one table, not N.
  */
 #include "irq.h"
 
@@ -57,14 +59,13 @@ unsigned irq_routes_build(struct irq_router *r, struct irq_route *out)
 	return n;
 }
 
+/* Lock held. The table is built in a buffer the router keeps. */
 static int msi_send_routes(struct irq_router *r)
 {
-	struct irq_route *table = malloc(IRQ_MAX_ROUTES * sizeof(*table));
-	if (!table)
+	if (!r->route_table && !(r->route_table = malloc(IRQ_MAX_ROUTES * sizeof(*r->route_table))))
 		return -ENOMEM;
-	unsigned n = irq_routes_build(r, table);
-	int ret = r->ops->set_routes ? r->ops->set_routes(r->ctx, table, n) : -ENOSYS;
-	free(table);
+	unsigned n = irq_routes_build(r, r->route_table);
+	int ret = r->ops->set_routes ? r->ops->set_routes(r->ctx, r->route_table, n) : -ENOSYS;
 	atomic_fetch_add(&r->route_table_updates, 1);
 	return ret;
 }
@@ -105,8 +106,21 @@ static void msi_uninstall(struct irq_msi_vector *v)
 	v->installed = false;
 }
 
-/* irqfd delivery: make sure KVM's route equals the vector's. Lock held. */
-static int msi_install(struct irq_msi_vector *v)
+/* KVM would not take v's route or irqfd: v goes by KVM_SIGNAL_MSI. */
+static void msi_refused(struct irq_msi_vector *v, int err)
+{
+	msi_uninstall(v);
+	atomic_fetch_add(&v->stats.errors, 1);
+	if (!v->route_refused)
+		log_warn(v->router->log,
+			 "%s: cannot install MSI route (%s); using KVM_SIGNAL_MSI for it", v->name,
+			 strerror(-err));
+	v->route_refused = true;
+}
+
+/* irqfd delivery: stage v's route for the commit that ends this batch, if
+ * KVM's differs from the vector's. Lock held. */
+static int msi_stage(struct irq_msi_vector *v)
 {
 	struct irq_router *r = v->router;
 	if (v->installed && v->inst_addr == v->addr && v->inst_data == v->data)
@@ -118,22 +132,20 @@ static int msi_install(struct irq_msi_vector *v)
 			return -ENOSPC;
 		v->gsi = r->next_gsi++;
 	}
-	bool first = v->eventfd < 0;
-	if (first) {
+	if (v->eventfd < 0) {
 		v->eventfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (v->eventfd < 0)
 			return -errno;
+		v->irqfd_unassigned = true;
 	}
 	v->inst_addr = v->addr;
 	v->inst_data = v->data;
 	v->installed = true;
-	int ret = msi_send_routes(r);
-	/* Route first, then the irqfd that points at it. */
-	if (ret >= 0 && first && r->ops->irqfd_assign)
-		ret = r->ops->irqfd_assign(r->ctx, v->eventfd, v->gsi, -1);
-	if (ret < 0)
-		msi_uninstall(v);
-	return ret;
+	if (!v->staged) {
+		v->staged = true;
+		r->nstaged++;
+	}
+	return 0;
 }
 
 /* Lock held; the vector is unmasked. */
@@ -164,30 +176,67 @@ static void msi_deliver(struct irq_msi_vector *v)
 	atomic_store(&v->stats.last_ns, clock_now_ns());
 }
 
-void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data, bool masked)
+void irq_routes_begin(struct irq_router *r)
+{
+	pthread_mutex_lock(&r->lock);
+}
+
+void irq_msi_route_update_locked(struct irq_msi_vector *v, uint64_t addr, uint32_t data,
+				 bool masked)
 {
 	struct irq_router *r = v->router;
-	pthread_mutex_lock(&r->lock);
 	v->addr = addr;
 	v->data = data;
 	v->masked = masked;
 	if (!masked && r->msi_mode == IRQ_MSI_IRQFD && msi_address_valid(addr)) {
-		int ret = msi_install(v);
-		if (ret < 0) {
-			atomic_fetch_add(&v->stats.errors, 1);
-			if (!v->route_refused)
-				log_warn(r->log,
-					 "%s: cannot install MSI route (%s); using KVM_SIGNAL_MSI "
-					 "for it",
-					 v->name, strerror(-ret));
-			v->route_refused = true;
+		int ret = msi_stage(v);
+		if (ret < 0)
+			msi_refused(v, ret);
+	}
+	if (!masked && v->pending && !v->deliver_at_commit) {
+		/* PCI 3.0 6.8.2.9: pending is sent on unmask, once its route is in. */
+		v->deliver_at_commit = true;
+		r->ndeliver++;
+	}
+}
+
+void irq_routes_commit(struct irq_router *r)
+{
+	int sent = 0;
+	if (r->nstaged)
+		sent = msi_send_routes(r);
+	for (unsigned i = 0; i < r->nvectors && (r->nstaged || r->ndeliver); i++) {
+		struct irq_msi_vector *v = r->vectors[i];
+		if (v->staged) {
+			v->staged = false;
+			r->nstaged--;
+			/* Route first, then the irqfd that points at it. */
+			int ret = sent;
+			if (ret >= 0 && v->irqfd_unassigned)
+				ret = r->ops->irqfd_assign
+					  ? r->ops->irqfd_assign(r->ctx, v->eventfd, v->gsi, -1)
+					  : -ENOSYS;
+			v->irqfd_unassigned = false;
+			if (ret < 0)
+				msi_refused(v, ret);
+		}
+		if (v->deliver_at_commit) {
+			v->deliver_at_commit = false;
+			r->ndeliver--;
+			if (!v->masked) {
+				v->pending = false;
+				msi_deliver(v);
+			}
 		}
 	}
-	if (!masked && v->pending) {
-		v->pending = false; /* PCI 3.0 6.8.2.9: pending is sent on unmask */
-		msi_deliver(v);
-	}
 	pthread_mutex_unlock(&r->lock);
+}
+
+void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data, bool masked)
+{
+	irq_routes_begin(v->router);
+	irq_msi_route_update_locked(v, addr, data, masked);
+	irq_routes_commit(v->router);
 }
 
 void irq_msi_fire(struct irq_msi_vector *v)

@@ -355,6 +355,38 @@ START_TEST(test_enabling_msix_installs_unmasked_entries)
 }
 END_TEST
 
+/* One guest access, one routing table: enabling MSI-X (or lifting the
+ * function mask) with every vector unmasked sends the table once with all
+ * of their routes, then registers each new irqfd after it (QEMU's
+ * kvm_irqchip_commit_routes, Cloud Hypervisor's batched update). Before,
+ * it was one full table per vector. */
+START_TEST(test_enabling_msix_sends_one_table_for_all_vectors)
+{
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_ENABLE);
+	for (unsigned i = 0; i < 4; i++)
+		tdev_program(&a, i, MSI_ADDR(i), MSI_DATA(i), false);
+	ck_assert_uint_eq(rig.sink.set_routes_n, 0);
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_ENABLE, 0);
+	ck_assert_uint_eq(rig.sink.set_routes_n, 1);
+	ck_assert_uint_eq(rig.irq.route_table_updates, 1);
+	ck_assert_uint_eq(count_msi_routes(rig.sink.last_routes, rig.sink.last_nroutes), 4);
+	assert_defaults(rig.sink.last_routes, rig.sink.last_nroutes);
+	ck_assert_uint_eq(rig.sink.irqfd_n, 4);
+	int table = sink_rec_find(&rig.sink, SINK_SET_ROUTES, 0);
+	for (unsigned i = 0; i < 4; i++) {
+		const struct sink_call *c = irqfd_call(i);
+		ck_assert_int_gt(sink_rec_find(&rig.sink, SINK_IRQFD_ASSIGN, i), table);
+		const struct irq_route *rt = sink_rec_route(&rig.sink, c->gsi, IRQ_ROUTE_MSI);
+		ck_assert_ptr_nonnull(rt);
+	}
+	/* Function mask on and off: the routes did not change, no table. */
+	tdev_msix_ctrl(&a, PCI_MSIX_FLAGS_MASKALL, 0);
+	tdev_msix_ctrl(&a, 0, PCI_MSIX_FLAGS_MASKALL);
+	ck_assert_uint_eq(rig.sink.set_routes_n, 1);
+	ck_assert_uint_eq(rig.sink.irqfd_n, 4);
+}
+END_TEST
+
 /* The door warns "cannot install MSI route ...; using KVM_SIGNAL_MSI for
  * it": a vector whose route or irqfd KVM refused must still reach the
  * guest, by KVM_SIGNAL_MSI, not through an eventfd KVM does not watch. */
@@ -632,6 +664,7 @@ static Suite *irq_routes_suite(void)
 	tcase_add_test(t, test_bad_address_installs_nothing_and_counts_error);
 	tcase_add_test(t, test_irq_routes_build_defaults_plus_installed_vectors);
 	tcase_add_test(t, test_enabling_msix_installs_unmasked_entries);
+	tcase_add_test(t, test_enabling_msix_sends_one_table_for_all_vectors);
 	tcase_add_test(t, test_refused_route_falls_back_to_signal_msi);
 	tcase_add_test(t, test_refused_irqfd_falls_back_to_signal_msi);
 	tcase_add_test(t, test_new_door_vector_is_masked_until_updated);
