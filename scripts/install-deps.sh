@@ -12,6 +12,7 @@ packages=(
   fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests
   iproute2 python3                           # net tests (ip netns), test runners
+  python3-matplotlib                         # scripts/vmm-bench charts (SVG)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -49,7 +49,7 @@ command -v python3 >/dev/null || { echo "blk_vs_fio: python3 not found" >&2; exi
 [ -x "$bench" ] || { echo "blk_vs_fio: $bench is not an executable (build it: ninja -C build)" >&2; exit 1; }
 
 tmp=
-cleanup() { [ -n "$tmp" ] && rm -rf "$tmp"; }
+cleanup() { if [ -n "$tmp" ]; then rm -rf "$tmp"; fi; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 if [ -z "$file" ]; then
