@@ -13,6 +13,7 @@ packages=(
   cpio gzip                                  # initramfs for Linux guests
   iproute2 python3                           # net tests (ip netns), test runners
   strace                                     # tests that watch the VMM's system calls
+  python3-matplotlib                         # scripts/vmm-bench charts (SVG)
 )
 missing=()
 for p in "${packages[@]}"; do

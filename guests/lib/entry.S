@@ -7,6 +7,13 @@
  */
 #include "guest/arch.h"
 
+#define CR0_PE 0x1
+#define CR0_PG 0x80000000
+#define CR4_PAE 0x20
+#define MSR_EFER 0xC0000080
+#define EFER_LME 0x100
+#define XEN_ELFNOTE_PHYS32_ENTRY 18
+
 	.section .head.text, "ax"
 	.code32
 	.globl guest_startup_32
@@ -29,6 +36,8 @@ guest_startup_64:
 	cli
 	cld
 	movq	%rsi, %r12
+	xorl	%r13d, %r13d
+guest_startup_common:
 	leaq	guest_boot_stack_top(%rip), %rsp
 
 	/* Clear SMEP/SMAP before switching to page tables whose pages all
@@ -49,10 +58,77 @@ guest_startup_64:
 	xorl	%eax, %eax
 	rep stosq
 
-	call	guest_kit_init
+	/* PVH (%r13 = hvm_start_info): a zero page made from it, in .bss. */
+	testq	%r13, %r13
+	jz	1f
+	movq	%r13, %rdi
+	call	guest_pvh_boot_params
+	movq	%rax, %r12
+1:	call	guest_kit_init
 	movq	%r12, %rdi
 	call	guest_kit_run_main
 	ud2
+
+/*
+ * PVH entry (Xen docs/misc/pvh.pandoc; what QEMU's -kernel does with an ELF
+ * that has a XEN_ELFNOTE_PHYS32_ENTRY note): 32-bit protected mode, paging
+ * off, flat segments, interrupts off, %ebx = hvm_start_info. Into long mode
+ * on the same page tables (they lie below 4 GiB), then the common path.
+ */
+	.text
+	.code32
+	.globl guest_pvh_start32
+guest_pvh_start32:
+	cli
+	cld
+	movl	%ebx, %edi
+	lgdt	guest_pvh_gdt_ptr
+	movl	%cr4, %eax
+	orl	$CR4_PAE, %eax
+	movl	%eax, %cr4
+	movl	$guest_pml4, %eax
+	movl	%eax, %cr3
+	movl	$MSR_EFER, %ecx
+	rdmsr
+	orl	$EFER_LME, %eax
+	wrmsr
+	movl	%cr0, %eax
+	orl	$(CR0_PE | CR0_PG), %eax
+	movl	%eax, %cr0
+	ljmp	$KERNEL_CS, $1f
+	.code64
+1:	movl	$KERNEL_DS, %eax
+	movw	%ax, %ds
+	movw	%ax, %es
+	movw	%ax, %ss
+	movl	%edi, %r13d
+	xorl	%r12d, %r12d
+	jmp	guest_startup_common
+
+/* The kit's selectors (arch.h), before kit.c loads its own GDT. */
+	.section .rodata
+	.balign	8
+guest_pvh_gdt:
+	.quad	0
+	.quad	0x00AF9A000000FFFF	/* 0x08: 64-bit code, DPL 0 */
+	.quad	0x00CF92000000FFFF	/* 0x10: data */
+guest_pvh_gdt_end:
+	.balign	4
+guest_pvh_gdt_ptr:
+	.word	guest_pvh_gdt_end - guest_pvh_gdt - 1
+	.long	guest_pvh_gdt
+
+/* The ELF note QEMU (and Xen) look for; lib/guest.ld keeps it in a
+ * PT_NOTE segment. Linux's arch/x86/platform/pvh/head.S has the same. */
+	.section .note.Xen, "a", @note
+	.balign	4
+	.long	4f - 3f		/* namesz */
+	.long	6f - 5f		/* descsz */
+	.long	XEN_ELFNOTE_PHYS32_ENTRY
+3:	.asciz	"Xen"
+4:	.balign	4
+5:	.quad	guest_pvh_start32
+6:	.balign	4
 
 /*
  * Page tables: 0..4 GiB identity-mapped with 2 MiB pages, present, writable

@@ -5,6 +5,7 @@
  * set-up touches only what it must: 33 IDT gates, one TSS descriptor.
  */
 #include "guest/kit.h"
+#include "guest/pvh.h"
 
 /* A 64-bit TSS (Intel SDM vol. 3, 8.7) with a full I/O permission bitmap
  * (SDM vol. 1, 19.5.2): one bit per port, 0 = allowed, followed by an
@@ -168,6 +169,14 @@ void trap_set_handler(unsigned vector, trap_handler_fn fn)
 	}
 }
 
+void trap_set_raw_gate(unsigned vector, void (*entry)(void))
+{
+	if (vector < 32 || vector >= 256)
+		return;
+	trap_handlers[vector] = NULL;
+	idt_set_gate(vector, (void *)entry, GATE_INTERRUPT_DPL0, 0);
+}
+
 static const char *const exception_names[32] = {
     "#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", "CSO", "#TS",
     "#NP", "#SS", "#GP", "#PF", "#15", "#MF", "#AC", "#MC", "#XM", "#VE", "#CP",
@@ -213,6 +222,46 @@ void guest_reset(void)
 	/* i8042 "pulse output port bit 0": the CPU reset line. */
 	outb(0x64, 0xFE);
 	stop_here();
+}
+
+/* PVH entry (lib/entry.S): the hvm_start_info turned into the zero page a
+ * 64-bit boot-protocol loader would have given, so guests read one
+ * interface. At the emulated CPL 0, so only pointers and the few memory
+ * map entries are copied; cmdline_get() checks the NUL at CPL 3. */
+unsigned char guest_booted_pvh;
+static struct boot_params pvh_boot_params; /* .bss: cleared by the entry code */
+
+struct boot_params *guest_pvh_boot_params(const struct hvm_start_info *si);
+struct boot_params *guest_pvh_boot_params(const struct hvm_start_info *si)
+{
+	struct boot_params *bp = &pvh_boot_params;
+
+	guest_booted_pvh = 1;
+	if (si->magic != HVM_START_MAGIC)
+		return bp;
+	bp->hdr.cmd_line_ptr = (uint32_t)si->cmdline_paddr;
+	bp->ext_cmd_line_ptr = (uint32_t)(si->cmdline_paddr >> 32);
+	bp->hdr.cmdline_size = si->cmdline_paddr ? 0xFFFF : 0;
+	if (si->nr_modules && si->modlist_paddr) {
+		const struct hvm_modlist_entry *m = (const void *)si->modlist_paddr;
+		bp->hdr.ramdisk_image = (uint32_t)m->paddr;
+		bp->ext_ramdisk_image = (uint32_t)(m->paddr >> 32);
+		bp->hdr.ramdisk_size = (uint32_t)m->size;
+		bp->ext_ramdisk_size = (uint32_t)(m->size >> 32);
+	}
+	if (si->version >= 1 && si->memmap_paddr) {
+		const struct hvm_memmap_table_entry *e = (const void *)si->memmap_paddr;
+		unsigned n = si->memmap_entries < E820_MAX_ENTRIES_ZEROPAGE
+				 ? si->memmap_entries
+				 : E820_MAX_ENTRIES_ZEROPAGE;
+		for (unsigned i = 0; i < n; i++) {
+			bp->e820_table[i].addr = e[i].addr;
+			bp->e820_table[i].size = e[i].size;
+			bp->e820_table[i].type = e[i].type;
+		}
+		bp->e820_entries = (uint8_t)n;
+	}
+	return bp;
 }
 
 void guest_kit_run_main(struct boot_params *bp);

@@ -4,15 +4,18 @@
 # blk_bench, alternately, ROUNDS rounds each, then a table of IOPS, the
 # ratio model/fio per round and the median ratio.
 #
-#   blk_vs_fio.sh [--bench BLK_BENCH] [--seconds S] [--rounds N] [FILE]
+#   blk_vs_fio.sh [--bench BLK_BENCH] [--seconds S] [--rounds N] [--size MIB]
+#                 [--json OUT.json] [FILE]
 #
-# FILE: the 512 MiB test file. Created (fallocate, filled from /dev/urandom,
-# fdatasync) if missing and kept; reused if it is already exactly 512 MiB.
-# If FILE is a directory the file is blk_bench_512m.img inside it. Without
+# FILE: the test file, MIB MiB (default 512). Created (fallocate, filled from
+# /dev/urandom, fdatasync) if missing and kept; reused if it is already
+# exactly that size. If FILE is a directory the file is
+# blk_bench_<MIB>m.img inside it. Without
 # FILE it is created in a temporary directory under ${TMPDIR:-/var/tmp}
 # (which must not be tmpfs on kernels without O_DIRECT there) and removed at
 # exit. S defaults to 5 (or $BENCH_SECONDS), N to 3. BLK_BENCH defaults to
-# build/tests/bench/blk_bench next to this source tree.
+# build/tests/bench/blk_bench next to this source tree. --json also writes
+# every round and the medians as JSON (scripts/vmm-bench reads it).
 # Exit 0 on success, 1 on any failure, 77 (skip) if fio is not installed.
 set -euo pipefail
 
@@ -20,18 +23,23 @@ here=$(cd "$(dirname "$0")" && pwd)
 bench=$here/../../build/tests/bench/blk_bench
 secs=${BENCH_SECONDS:-5}
 rounds=3
+mib=512
+json=
 file=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bench) bench=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--size) mib=$2; shift 2 ;;
+	--json) json=$2; shift 2 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "blk_vs_fio: unknown option $1" >&2; exit 1 ;;
 	*) file=$1; shift ;;
 	esac
 done
-size=$((512 * 1024 * 1024))
+case $mib in '' | *[!0-9]*) echo "blk_vs_fio: --size $mib is not a number of MiB" >&2; exit 1 ;; esac
+size=$((mib * 1024 * 1024))
 
 if ! command -v fio >/dev/null; then
 	echo "blk_vs_fio: fio not found (scripts/install-deps.sh installs package fio); skipping" >&2
@@ -41,27 +49,27 @@ command -v python3 >/dev/null || { echo "blk_vs_fio: python3 not found" >&2; exi
 [ -x "$bench" ] || { echo "blk_vs_fio: $bench is not an executable (build it: ninja -C build)" >&2; exit 1; }
 
 tmp=
-cleanup() { [ -n "$tmp" ] && rm -rf "$tmp"; }
+cleanup() { if [ -n "$tmp" ]; then rm -rf "$tmp"; fi; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 if [ -z "$file" ]; then
 	tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/blk_vs_fio.XXXXXX")
-	file=$tmp/blk_bench_512m.img
+	file=$tmp/blk_bench_${mib}m.img
 elif [ -d "$file" ]; then
-	file=${file%/}/blk_bench_512m.img
+	file=${file%/}/blk_bench_${mib}m.img
 fi
 
 if [ -e "$file" ]; then
 	have=$(stat -c %s "$file")
 	if [ ! -f "$file" ] || [ "$have" -ne "$size" ]; then
-		echo "blk_vs_fio: $file exists but is not a 512 MiB regular file; not touching it" >&2
+		echo "blk_vs_fio: $file exists but is not a $mib MiB regular file; not touching it" >&2
 		exit 1
 	fi
 	echo "test file: $file (reused)"
 else
-	echo "test file: $file (creating 512 MiB from /dev/urandom)"
+	echo "test file: $file (creating $mib MiB from /dev/urandom)"
 	fallocate -l "$size" "$file" 2>/dev/null || true
-	dd if=/dev/urandom of="$file" bs=1M count=512 conv=notrunc,fdatasync status=none
+	dd if=/dev/urandom of="$file" bs=1M count="$mib" conv=notrunc,fdatasync status=none
 fi
 alloc=$(( $(stat -c '%b * %B' "$file") ))
 if [ "$alloc" -lt "$size" ]; then
@@ -99,9 +107,9 @@ if [ -n "$blkname" ] && [ -e "/sys/class/block/$blkname" ]; then
 	[ -r "/sys/block/$base/queue/scheduler" ] && sched=$(cat "/sys/block/$base/queue/scheduler")
 fi
 
-python3 - "$out" "$rounds" "$secs" <<'PY'
+python3 - "$out" "$rounds" "$secs" "$json" "$mib" <<'PY'
 import json, statistics, sys
-out, rounds, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, rounds, secs, json_out, mib = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 def load(p):
     t = open(p).read()
     return json.loads(t[t.index("{"):])
@@ -125,6 +133,15 @@ ratios = [m / f for _, f, m, *_ in rows]
 print(f"median ratio model/fio: {statistics.median(ratios):.3f}"
       f"  (fio median {statistics.median(x[1] for x in rows):.0f} IOPS,"
       f" model median {statistics.median(x[2] for x in rows):.0f} IOPS)")
+if json_out:
+    with open(json_out, "w") as f:
+        json.dump({"seconds_per_run": float(secs), "rounds": rounds, "file_mib": mib,
+                   "rows": [{"round": r, "fio_iops": fi, "model_iops": m, "fio_p50_us": fp50,
+                             "fio_p99_us": fp99, "model_p50_us": mp50, "model_p99_us": mp99}
+                            for r, fi, m, fp50, fp99, mp50, mp99 in rows],
+                   "median_ratio": statistics.median(ratios),
+                   "fio_median_iops": statistics.median(x[1] for x in rows),
+                   "model_median_iops": statistics.median(x[2] for x in rows)}, f, indent=1)
 PY
 
 echo

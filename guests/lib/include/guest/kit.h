@@ -65,6 +65,11 @@ typedef void (*trap_handler_fn)(struct trap_frame *frame);
  * gate for it (DPL 0, interrupt gate). Without a handler, the vector is
  * reported as unexpected and the guest exits with GUEST_EXIT_EXCEPTION. */
 void trap_set_handler(unsigned vector, trap_handler_fn fn);
+/* Points the gate of interrupt vector 32..255 straight at `entry`, an
+ * assembly routine that ends in iretq (no kit stub, no trap_frame): for
+ * handlers whose every instruction counts, as on hosts that emulate CPL 0
+ * (guests/irqbench). */
+void trap_set_raw_gate(unsigned vector, void (*entry)(void));
 
 /* COM1, 115200 8N1, polled. '\n' is sent as is (no CR), so the VMM's log
  * lines compare cleanly. */

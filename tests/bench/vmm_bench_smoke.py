@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Smoke test of scripts/vmm-bench --quick (meson suite bench-smoke).
+
+    vmm_bench_smoke.py SOURCE_ROOT BUILD_ROOT
+
+Runs the quick benchmark into a temporary directory under BUILD_ROOT and
+checks that results.json, summary.md and the three SVG charts exist and
+parse, and that every section is there with a known status; the parts that
+need only KVM and this tree (kvm_floor, vbench under the VMM, the footprint
+of ours and the floor, blk_bench) must have worked, and QEMU's runs too
+where QEMU is installed. Sections whose VMM-side piece is missing may say
+"pending". No figure is compared with anything: timing is never asserted.
+Exit 77 (skipped) without a usable /dev/kvm or without matplotlib.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+SECTIONS = ["irq_latency", "virtio", "exit_costs", "exit_dispatch", "footprint",
+            "blk_model_vs_fio"]
+STATUSES = {"ok", "partial", "pending", "skipped", "error"}
+CHARTS = ["irq_latency_cdf.svg", "virtio_rates.svg", "footprint.svg"]
+STAT_KEYS = {"count", "min", "p50", "p90", "p99", "max"}
+
+problems = []
+
+
+def check(ok, what):
+    if not ok:
+        problems.append(what)
+    return ok
+
+
+def walk_stats(node, where):
+    """Every dict that looks like a statistic has all of its fields."""
+    if isinstance(node, dict):
+        if "count" in node and "unit" in node and node["count"]:
+            check(STAT_KEYS <= node.keys(), f"{where}: statistic without {STAT_KEYS - node.keys()}")
+        for k, v in node.items():
+            walk_stats(v, f"{where}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            walk_stats(v, f"{where}[{i}]")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    root, build = sys.argv[1], sys.argv[2]
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        print("SKIP: /dev/kvm is missing or not read-writable; vmm-bench needs KVM")
+        return 77
+    pythons = [sys.executable, "/usr/bin/python3"]
+    if not any(os.access(p, os.X_OK) and subprocess.run(
+            [p, "-c", "import matplotlib"], capture_output=True).returncode == 0
+            for p in pythons):
+        print("SKIP: matplotlib is not installed (Debian package python3-matplotlib; "
+              "scripts/install-deps.sh installs it)")
+        return 77
+    out = tempfile.mkdtemp(prefix="vmm-bench-smoke.", dir=build)
+    cmd = [os.path.join(root, "scripts", "vmm-bench"), "--quick", "--no-build",
+           "--build-dir", build, "--out", out]
+    print("running: " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, timeout=600)
+    if not check(r.returncode == 0, f"vmm-bench exited {r.returncode}"):
+        return report(out)
+
+    try:
+        with open(os.path.join(out, "results.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        check(False, f"results.json: {e}")
+        return report(out)
+    check(doc.get("quick") is True, "results.json: quick is not true")
+    host = doc.get("host", {})
+    for k in ("cpu_model", "kernel", "cores", "kvm_kind", "kvm_description"):
+        check(k in host, f"results.json: host has no {k}")
+    sec = doc.get("sections", {})
+    for s in SECTIONS:
+        if check(s in sec, f"results.json: no section {s}"):
+            check(sec[s].get("status") in STATUSES,
+                  f"section {s}: status {sec[s].get('status')!r}")
+    walk_stats(sec, "sections")
+    check(bool(doc.get("summary")), "results.json: no summary rows")
+    qemu = shutil.which("qemu-system-x86_64") is not None
+
+    irq = sec.get("irq_latency", {}).get("paths", {})
+    check(len(irq) == 4, f"irq_latency: {len(irq)} paths, 4 expected")
+    for k, p in irq.items():
+        check(p["floor"]["status"] == "ok" and p["floor"]["stats"]["count"] == 50,
+              f"irq_latency {k}: kvm_floor {p['floor']['status']} {p['floor'].get('note', '')}")
+        check(p["ours"]["status"] in ("ok", "pending"),
+              f"irq_latency {k}: ours {p['ours']['status']} {p['ours'].get('note', '')}")
+    runs = sec.get("virtio", {}).get("runs", [])
+    for who in ["ours"] + (["qemu"] if qemu else []):
+        for mode in ("msix", "intx"):
+            rr = [x for x in runs if x["who"] == who and x["mode"] == mode]
+            check(rr and all(x["ok"] for x in rr), f"virtio: vbench under {who}, {mode}: "
+                  + (rr[0].get("output_tail", "") if rr else "not run"))
+    res = sec.get("virtio", {}).get("results", [])
+    check(len(res) == 8, f"virtio: {len(res)} figures, 8 expected (2 devices x 2 depths x 2 modes)")
+    ex = sec.get("exit_costs", {}).get("results", {})
+    for t in ("exit-pio", "exit-mmio", "exit-notify"):
+        check(ex.get(t, {}).get("ours"), f"exit_costs: no {t} figure for ours")
+    check(sec.get("exit_dispatch", {}).get("status") in ("ok", "pending"),
+          f"exit_dispatch: {sec.get('exit_dispatch', {}).get('status')}")
+    fp = sec.get("footprint", {}).get("targets", {})
+    for t in ["ours", "floor"] + (["qemu-microvm", "qemu-pc"] if qemu else []):
+        check(fp.get(t, {}).get("status") == "ok",
+              f"footprint {t}: {fp.get(t, {}).get('status')} {fp.get(t, {}).get('note', '')}")
+    check(sec.get("blk_model_vs_fio", {}).get("status") in ("ok", "skipped"),
+          f"blk_model_vs_fio: {sec.get('blk_model_vs_fio', {}).get('status')}")
+
+    try:
+        with open(os.path.join(out, "summary.md")) as f:
+            md = f.read()
+        check("| section | figure |" in md, "summary.md: no summary table")
+        for s in SECTIONS:
+            check(f"### {s}:" in md and f"| {s} |" in md, f"summary.md: section {s} missing")
+    except OSError as e:
+        check(False, f"summary.md: {e}")
+    for c in CHARTS:
+        try:
+            tree = ET.parse(os.path.join(out, c))
+            check(tree.getroot().tag.endswith("svg"), f"{c}: root element is not <svg>")
+        except (OSError, ET.ParseError) as e:
+            check(False, f"{c}: {e}")
+    return report(out)
+
+
+def report(out):
+    if problems:
+        print("FAIL: vmm-bench --quick outputs (kept in %s):" % out)
+        for p in problems:
+            print("  - " + p)
+        return 1
+    print("PASS: results.json, summary.md and 3 SVG charts, every section present")
+    shutil.rmtree(out, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
