@@ -7,9 +7,11 @@ need /dev/kvm: without it they print why and exit 77 (meson's "skipped").
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 
 def kvm_usable():
@@ -29,6 +31,32 @@ def fnv1a32(data):
     return h
 
 
+def run_until_seen(cmd, patterns, wall_timeout):
+    """Runs cmd, reading its console as it comes; once every pattern has
+    matched, sends SIGTERM (the VMM exits 10). Returns what subprocess.run
+    would, with both streams whole."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    out, err = bytearray(), bytearray()
+    drain = threading.Thread(target=lambda: err.extend(p.stderr.read()), daemon=True)
+    drain.start()
+    timer = threading.Timer(wall_timeout, p.kill)
+    timer.start()
+    try:
+        for chunk in iter(lambda: p.stdout.read1(4096), b""):
+            out.extend(chunk)
+            text = out.decode(errors="replace")
+            if p.poll() is None and all(re.search(rx, text, re.M) for rx in patterns):
+                p.send_signal(signal.SIGTERM)
+        p.wait()
+    finally:
+        timer.cancel()
+    drain.join()
+    if p.returncode == -signal.SIGKILL:
+        raise subprocess.TimeoutExpired(cmd, wall_timeout)
+    return subprocess.CompletedProcess(cmd, p.returncode, bytes(out), bytes(err))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vmm", required=True)
@@ -44,6 +72,10 @@ def main():
     ap.add_argument("--wall-timeout", type=float, default=300)
     ap.add_argument("--stdin-text", default=None,
                     help="write TEXT to the VMM's stdin, then close it (default: stdin is /dev/null)")
+    ap.add_argument("--stop-when-seen", action="store_true",
+                    help="SIGTERM the VMM once the console matches every --stdout regex "
+                         "(exit 10 then counts as expected); the VMM's --timeout stays the "
+                         "bound, so a slow box gets all of it and a fast one stops early")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = a.args[1:] if a.args and a.args[0] == "--" else a.args
@@ -83,7 +115,9 @@ def main():
         cmd = [a.vmm] + args
         print("running:", " ".join(cmd), flush=True)
         try:
-            if a.stdin_text is None:
+            if a.stop_when_seen:
+                p = run_until_seen(cmd, a.stdout, a.wall_timeout)
+            elif a.stdin_text is None:
                 p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
                                    timeout=a.wall_timeout)
             else:
@@ -97,6 +131,8 @@ def main():
     print("--- console ---\n" + out + "--- stderr ---\n" + err + "---", flush=True)
     failures = []
     expected = [int(x) for x in a.exit.split(",")]
+    if a.stop_when_seen:
+        expected.append(10)  # stopped by our SIGTERM once everything was seen
     if p.returncode not in expected:
         failures.append(f"exit code {p.returncode}, expected {a.exit}")
     for rx in a.stdout:
