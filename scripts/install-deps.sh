@@ -12,7 +12,7 @@ packages=(
   fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests
   iproute2 python3                           # net tests (ip netns), test runners
-  strace                                     # tests that watch the VMM's system calls
+  strace valgrind                            # tests that watch the VMM; callgrind counts (vmm-bench)
   python3-matplotlib                         # scripts/vmm-bench charts (SVG)
 )
 missing=()

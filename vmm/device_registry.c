@@ -8,13 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kinds, each defined in its own vmm/device_*.c. */
+/* The kinds, in --help order; each is defined in its own vmm/device_*.c. */
 extern const struct device_kind device_kind_virtio_blk, device_kind_virtio_net,
-    device_kind_virtio_rng, device_kind_virtio_console, device_kind_testdev;
+    device_kind_virtio_rng, device_kind_virtio_console, device_kind_testdev, device_kind_irqbench;
 
 const struct device_kind *const device_kinds[] = {
-    &device_kind_virtio_blk,	 &device_kind_virtio_net, &device_kind_virtio_rng,
-    &device_kind_virtio_console, &device_kind_testdev,	  NULL,
+    &device_kind_virtio_blk,	 /* --disk */
+    &device_kind_virtio_net,	 /* --net */
+    &device_kind_virtio_rng,	 /* --rng */
+    &device_kind_virtio_console, /* --console virtio */
+    &device_kind_testdev,	 /* --device testdev */
+    &device_kind_irqbench,	 /* --device irqbench */
+    NULL,
 };
 
 const struct device_kind *device_kind_for_device_option(const char *name)

@@ -259,7 +259,7 @@ static void vcpu_handle_internal_error(struct vcpu *v)
 	vm_request_stop(v->vm, EXIT_GUEST_CRASH, "KVM internal error");
 }
 
-static void vcpu_dispatch(struct vcpu *v)
+void vcpu_dispatch(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
 	atomic_fetch_add(&v->stats.exits, 1);

@@ -51,6 +51,9 @@ int vcpu_start(struct vcpu *v, struct err *e);
 void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 void vcpu_destroy(struct vcpu *v);
+/* Handles the exit in v->run (the vCPU thread calls it after each KVM_RUN;
+ * tests/bench/exit_dispatch_loop.c calls it on a fake run area). */
+void vcpu_dispatch(struct vcpu *v);
 
 /* The signal that kicks vCPUs out of KVM_RUN; blocked outside KVM_RUN. */
 #define VCPU_KICK_SIGNAL SIGUSR1

@@ -22,6 +22,7 @@
 #include "devices/debug_exit.h"
 #include "devices/i8042.h"
 #include "devices/pci.h"
+#include "devices/pci_irqbench.h"
 #include "devices/pci_testdev.h"
 #include "devices/pvpanic.h"
 #include "devices/rtc.h"

@@ -1,0 +1,127 @@
+/* Registry entry: the interrupt-latency bench device
+ * (devices/pci_irqbench.h), `--device irqbench[,vectors=N][,samples=FILE]
+ * [,slot=S]`. */
+#include "device_registry.h"
+#include "vm.h"
+#include "vmm/base/err.h"
+#include "vmm/base/stat.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct irqbench_params {
+	unsigned vectors;
+	const char *samples; /* NULL: none written */
+};
+
+struct irqbench_instance {
+	struct pci_irqbench dev;
+	FILE *samples; /* opened at create, written at destroy */
+	const char *samples_path;
+	struct log *log;
+};
+
+static int irqbench_parse(struct device_spec *spec, char *arg, struct err *e)
+{
+	struct irqbench_params *p = (struct irqbench_params *)spec->params;
+	char *save = NULL;
+	uint64_t v;
+	p->vectors = 4;
+	for (char *tok = arg ? strtok_r(arg, ",", &save) : NULL; tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int slot = device_parse_slot(spec, tok, "--device irqbench slot", e);
+		if (slot < 0)
+			return -1;
+		if (slot)
+			continue;
+		if (!strncmp(tok, "vectors=", 8)) {
+			if (options_parse_u64("--device irqbench vectors", tok + 8, 1,
+					      MSIX_MAX_VECTORS, &v, e))
+				return -1;
+			p->vectors = (unsigned)v;
+		} else if (!strncmp(tok, "samples=", 8) && tok[8]) {
+			p->samples = tok + 8;
+		} else {
+			return err_set(e, ERR_INPUT, "--device irqbench: unknown property '%s'",
+				       tok);
+		}
+	}
+	return 0;
+}
+
+static void irqbench_destroy(void *state)
+{
+	struct irqbench_instance *b = state;
+	if (b->samples) {
+		if (pci_irqbench_write_samples(&b->dev, b->samples) || fclose(b->samples))
+			log_error(b->log, "--device irqbench: writing %s: %s", b->samples_path,
+				  strerror(errno));
+	}
+	pci_irqbench_destroy(&b->dev);
+	free(b);
+}
+
+static void irqbench_timer_ready(void *arg)
+{
+	pci_irqbench_timer_ready(arg);
+}
+
+static void *irqbench_create(struct vm *vm, const struct device_spec *spec, const char *name,
+			     uint8_t slot, struct err *e)
+{
+	const struct irqbench_params *p = (const struct irqbench_params *)spec->params;
+	struct irqbench_instance *b = calloc(1, sizeof(*b));
+	if (!b) {
+		err_set(e, ERR_HOST, "out of memory");
+		return NULL;
+	}
+	b->log = &vm->log;
+	b->samples_path = p->samples;
+	int ret = pci_irqbench_init(&b->dev, name, &vm->irq, p->vectors,
+				    vm->opts->irq_mode == IRQ_MODE_INTX);
+	if (ret) {
+		err_set(e, ERR_HOST, "cannot create %s: %s", name, strerror(-ret));
+		goto fail;
+	}
+	if (p->samples && !(b->samples = fopen(p->samples, "w"))) {
+		err_set(e, ERR_INPUT, "--device irqbench samples=%s: %s", p->samples,
+			strerror(errno));
+		goto fail;
+	}
+	if (vm_watch_call_fd(vm, b->dev.timer_fd, irqbench_timer_ready, &b->dev) < 0) {
+		err_set(e, ERR_HOST, "%s: cannot watch its timer", name);
+		goto fail;
+	}
+	ret = pci_bus_add_device(&vm->pci, &b->dev.pci, slot, 1);
+	if (ret) {
+		err_set(e, ERR_HOST, "cannot create %s: %s", name, strerror(-ret));
+		goto fail;
+	}
+	return b;
+fail:
+	irqbench_destroy(b);
+	return NULL;
+}
+
+static void irqbench_print_stats(const struct vm_device *d, FILE *out)
+{
+	struct irqbench_instance *b = d->state;
+	fprintf(out,
+		"vmm: stats: %s (slot %u): samples %u, fires %llu, acks %llu, stray acks %llu, "
+		"dropped %llu\n",
+		d->name, d->slot, b->dev.nsamples, STAT(b->dev.fires), STAT(b->dev.acks),
+		STAT(b->dev.stray_acks), STAT(b->dev.dropped));
+}
+
+const struct device_kind device_kind_irqbench = {
+    .name = "irqbench",
+    .arg = "irqbench[,vectors=N][,samples=FILE][,slot=S]",
+    .help = "the interrupt-latency bench device (scripts/vmm-bench): raises MSI-X vector "
+	    "or INTx from the I/O thread when armed, times it to the guest's port-write ACK; "
+	    "samples in ns to FILE at exit",
+    .parse = irqbench_parse,
+    .create = irqbench_create,
+    .destroy = irqbench_destroy,
+    .print_stats = irqbench_print_stats,
+};
