@@ -55,18 +55,17 @@ static void blk_finish(struct virtio_blk *b, struct virtio_blk_req *r, uint8_t s
 	r->in_use = false;
 }
 
-/* Turns one popped element into an SQE, or completes it at once. */
-static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
+/* Claims the request's slot and finds its header and status byte, the
+ * last byte the device writes (5.2.6); false when malformed. */
+static bool blk_parse(struct virtio_blk *b, const struct virtq_elem *e, struct blk_outhdr *h)
 {
 	struct virtio_blk_req *r = &b->reqs[e->head];
-	struct blk_outhdr h;
 	if (r->in_use || e->in_len < 1 ||
-	    iov_to_buf(e->out, e->nout, 0, &h, sizeof(h)) != sizeof(h))
-		return false; /* a malformed request: the caller marks NEEDS_RESET */
+	    iov_to_buf(e->out, e->nout, 0, h, sizeof(*h)) != sizeof(*h))
+		return false;
 	r->in_use = true;
 	r->head = e->head;
-	r->type = (uint8_t)h.type;
-	/* The status byte is the last byte the device writes. */
+	r->type = (uint8_t)h->type;
 	uint64_t pos = e->in_len - 1;
 	for (unsigned i = 0; i < e->nin; i++) {
 		if (pos < e->in[i].iov_len) {
@@ -76,80 +75,103 @@ static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
 		pos -= e->in[i].iov_len;
 	}
 	r->used_len = 1;
-	struct io_uring_sqe *sqe = NULL;
-	uint64_t len;
+	return true;
+}
+
+/* A read or a write as an SQE (through a bounce buffer when O_DIRECT meets
+ * an unaligned guest buffer); NULL: the request fails with IOERR. */
+static struct io_uring_sqe *blk_prep_rw(struct virtio_blk *b, struct virtio_blk_req *r,
+					const struct virtq_elem *e, const struct blk_outhdr *h)
+{
+	bool in = h->type == VIRTIO_BLK_T_IN;
+	uint64_t len = in ? e->in_len - 1 : e->out_len - sizeof(*h);
+	if (!in && b->readonly)
+		return NULL;
+	/* Whole sectors, inside the disk (no wrap in sector + count). */
+	if (len % SECTOR || h->sector > b->capacity || len / SECTOR > b->capacity - h->sector ||
+	    len > UINT32_MAX)
+		return NULL;
+	r->niov = in ? iov_slice(e->in, e->nin, 0, len, r->iov, VIRTQ_MAX_IOV)
+		     : iov_slice(e->out, e->nout, sizeof(*h), len, r->iov, VIRTQ_MAX_IOV);
+	r->expect = (uint32_t)len;
+	if (in)
+		r->used_len = (uint32_t)len + 1;
+	const struct iovec *iov = r->iov;
+	unsigned niov = r->niov;
+	if (b->direct && len && !iov_aligned(r->iov, r->niov, SECTOR)) {
+		if (posix_memalign(&r->bounce, DIRECT_ALIGN, len))
+			return NULL;
+		if (!in)
+			iov_to_buf(r->iov, r->niov, 0, r->bounce, len);
+		r->bounce_iov = (struct iovec){r->bounce, len};
+		iov = &r->bounce_iov;
+		niov = 1;
+		atomic_fetch_add(&b->stats.bounced, 1);
+	}
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	if (!sqe)
+		return NULL;
+	if (len == 0) {
+		io_uring_prep_nop(sqe);
+	} else if (in) {
+		io_uring_prep_readv(sqe, b->fd, iov, niov, h->sector * SECTOR);
+		atomic_fetch_add(&b->stats.reads, 1);
+	} else {
+		io_uring_prep_writev(sqe, b->fd, iov, niov, h->sector * SECTOR);
+		/* 5.2.6.2: without FLUSH negotiated, a completed write must
+		 * already be durable. */
+		if (!virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH))
+			sqe->rw_flags = RWF_DSYNC;
+		atomic_fetch_add(&b->stats.writes, 1);
+	}
+	return sqe;
+}
+
+static struct io_uring_sqe *blk_prep_flush(struct virtio_blk *b, struct virtio_blk_req *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	if (!sqe)
+		return NULL;
+	r->expect = 0;
+	io_uring_prep_fsync(sqe, b->fd, IORING_FSYNC_DATASYNC);
+	atomic_fetch_add(&b->stats.flushes, 1);
+	return sqe;
+}
+
+/* 5.2.6.1: up to 20 bytes of ID, not NUL-terminated when exactly 20. */
+static void blk_get_id(struct virtio_blk *b, struct virtio_blk_req *r, const struct virtq_elem *e)
+{
+	uint64_t room = e->in_len - 1;
+	uint64_t n = room < VIRTIO_BLK_ID_BYTES ? room : VIRTIO_BLK_ID_BYTES;
+	buf_to_iov(e->in, e->nin, 0, b->id, n);
+	r->used_len = (uint32_t)n + 1;
+	atomic_fetch_add(&b->stats.get_ids, 1);
+	blk_finish(b, r, VIRTIO_BLK_S_OK);
+}
+
+/* Turns one popped element into an SQE, or completes it at once; false
+ * when it is malformed (the caller marks NEEDS_RESET). */
+static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
+{
+	struct blk_outhdr h;
+	if (!blk_parse(b, e, &h))
+		return false;
+	struct virtio_blk_req *r = &b->reqs[e->head];
+	struct io_uring_sqe *sqe;
 	switch (h.type) {
 	case VIRTIO_BLK_T_IN:
-	case VIRTIO_BLK_T_OUT:
-		len = h.type == VIRTIO_BLK_T_IN ? e->in_len - 1 : e->out_len - sizeof(h);
-		if (h.type == VIRTIO_BLK_T_OUT && b->readonly)
-			goto ioerr;
-		/* Whole sectors, inside the disk (no wrap in sector + count). */
-		if (len % SECTOR || h.sector > b->capacity ||
-		    len / SECTOR > b->capacity - h.sector || len > UINT32_MAX)
-			goto ioerr;
-		if (h.type == VIRTIO_BLK_T_IN)
-			r->niov = iov_slice(e->in, e->nin, 0, len, r->iov, VIRTQ_MAX_IOV);
-		else
-			r->niov = iov_slice(e->out, e->nout, sizeof(h), len, r->iov, VIRTQ_MAX_IOV);
-		r->expect = (uint32_t)len;
-		if (h.type == VIRTIO_BLK_T_IN)
-			r->used_len = (uint32_t)len + 1;
-		const struct iovec *iov = r->iov;
-		unsigned niov = r->niov;
-		if (b->direct && len && !iov_aligned(r->iov, r->niov, SECTOR)) {
-			if (posix_memalign(&r->bounce, DIRECT_ALIGN, len))
-				goto ioerr;
-			if (h.type == VIRTIO_BLK_T_OUT)
-				iov_to_buf(r->iov, r->niov, 0, r->bounce, len);
-			r->bounce_iov = (struct iovec){r->bounce, len};
-			iov = &r->bounce_iov;
-			niov = 1;
-			atomic_fetch_add(&b->stats.bounced, 1);
-		}
-		sqe = io_uring_get_sqe(&b->ring);
-		if (!sqe)
-			goto ioerr;
-		if (len == 0) {
-			io_uring_prep_nop(sqe);
-		} else if (h.type == VIRTIO_BLK_T_IN) {
-			io_uring_prep_readv(sqe, b->fd, iov, niov, h.sector * SECTOR);
-			atomic_fetch_add(&b->stats.reads, 1);
-		} else {
-			io_uring_prep_writev(sqe, b->fd, iov, niov, h.sector * SECTOR);
-			/* 5.2.6.2: without FLUSH negotiated, a completed write must
-			 * already be durable. */
-			if (!virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH))
-				sqe->rw_flags = RWF_DSYNC;
-			atomic_fetch_add(&b->stats.writes, 1);
-		}
-		break;
-	case VIRTIO_BLK_T_FLUSH:
-		sqe = io_uring_get_sqe(&b->ring);
-		if (!sqe)
-			goto ioerr;
-		r->expect = 0;
-		io_uring_prep_fsync(sqe, b->fd, IORING_FSYNC_DATASYNC);
-		atomic_fetch_add(&b->stats.flushes, 1);
-		break;
-	case VIRTIO_BLK_T_GET_ID: {
-		/* 5.2.6.1: up to 20 bytes, not NUL-terminated when exactly 20. */
-		uint64_t room = e->in_len - 1;
-		uint64_t n = room < VIRTIO_BLK_ID_BYTES ? room : VIRTIO_BLK_ID_BYTES;
-		buf_to_iov(e->in, e->nin, 0, b->id, n);
-		r->used_len = (uint32_t)n + 1;
-		atomic_fetch_add(&b->stats.get_ids, 1);
-		blk_finish(b, r, VIRTIO_BLK_S_OK);
-		return true;
-	}
+	case VIRTIO_BLK_T_OUT: sqe = blk_prep_rw(b, r, e, &h); break;
+	case VIRTIO_BLK_T_FLUSH: sqe = blk_prep_flush(b, r); break;
+	case VIRTIO_BLK_T_GET_ID: blk_get_id(b, r, e); return true;
 	default: blk_finish(b, r, VIRTIO_BLK_S_UNSUPP); return true;
+	}
+	if (!sqe) {
+		r->used_len = 1;
+		blk_finish(b, r, VIRTIO_BLK_S_IOERR);
+		return true;
 	}
 	io_uring_sqe_set_data64(sqe, e->head);
 	b->inflight++;
-	return true;
-ioerr:
-	r->used_len = 1;
-	blk_finish(b, r, VIRTIO_BLK_S_IOERR);
 	return true;
 }
 
