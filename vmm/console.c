@@ -12,6 +12,7 @@
 int console_open(struct console *c, const char *log_path, struct err *e)
 {
 	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->out_lock, NULL);
 	c->out_fd = STDOUT_FILENO;
 	if (log_path) {
 		c->out_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -55,7 +56,8 @@ void console_close(struct console *c)
 	c->out_fd = -1;
 }
 
-static void console_watch(struct console *c, uint8_t ch)
+/* True the first time the whole panic text has gone by. out_lock held. */
+static bool console_watch_locked(struct console *c, uint8_t ch)
 {
 	static const char text[] = CONSOLE_PANIC_TEXT;
 	/* The text's first letter occurs nowhere else in it, so on a mismatch
@@ -64,18 +66,16 @@ static void console_watch(struct console *c, uint8_t ch)
 		c->panic_match++;
 	else
 		c->panic_match = (ch == (uint8_t)text[0]) ? 1 : 0;
-	if (c->panic_match == sizeof(text) - 1) {
-		c->panic_match = 0;
-		if (!atomic_exchange(&c->panic_seen, true) && c->on_panic)
-			c->on_panic(c->on_panic_ctx);
-	}
+	if (c->panic_match < sizeof(text) - 1)
+		return false;
+	c->panic_match = 0;
+	return !atomic_exchange(&c->panic_seen, true);
 }
 
-void console_output(void *ctx, const uint8_t *buf, size_t len)
+static void console_write_locked(struct console *c, const uint8_t *buf, size_t len)
 {
-	struct console *c = ctx;
-	for (size_t i = 0; i < len; i++)
-		console_watch(c, buf[i]);
+	if (len)
+		c->mid_line = buf[len - 1] != '\n';
 	while (len > 0 && c->out_fd >= 0) {
 		ssize_t n = write(c->out_fd, buf, len);
 		if (n < 0) {
@@ -86,6 +86,31 @@ void console_output(void *ctx, const uint8_t *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 	}
+}
+
+void console_output(void *ctx, const uint8_t *buf, size_t len)
+{
+	struct console *c = ctx;
+	bool panic = false;
+	pthread_mutex_lock(&c->out_lock);
+	for (size_t i = 0; i < len; i++)
+		panic |= console_watch_locked(c, buf[i]);
+	console_write_locked(c, buf, len);
+	pthread_mutex_unlock(&c->out_lock);
+	/* Outside the lock: the panic handler logs, and a log line asks for
+	 * console_fresh_line(). */
+	if (panic && c->on_panic)
+		c->on_panic(c->on_panic_ctx);
+}
+
+void console_fresh_line(struct console *c)
+{
+	pthread_mutex_lock(&c->out_lock);
+	/* Only stdout shares a terminal with the log; a --console-log file
+	 * keeps the guest's bytes as they came. */
+	if (c->mid_line && !c->out_owned)
+		console_write_locked(c, (const uint8_t *)(c->raw ? "\r\n" : "\n"), c->raw ? 2 : 1);
+	pthread_mutex_unlock(&c->out_lock);
 }
 
 enum console_input_result console_filter_input(struct console *c, uint8_t *buf, size_t *n)

@@ -8,6 +8,7 @@
 #ifndef VMM_CONSOLE_H
 #define VMM_CONSOLE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +27,11 @@ struct console {
 	bool in_tty, raw;
 	struct termios saved;
 	bool escape_pending;
+	/* Guest output comes from vCPU threads (UART) and the I/O thread
+	 * (virtio-console): one writer at a time, so the panic watch and the
+	 * line state see one stream. */
+	pthread_mutex_t out_lock;
+	bool mid_line;	      /* the last byte out was not a newline */
 	unsigned panic_match; /* bytes of CONSOLE_PANIC_TEXT matched so far */
 	atomic_bool panic_seen;
 	void (*on_panic)(void *ctx);
@@ -37,6 +43,9 @@ int console_open(struct console *c, const char *log_path, struct err *e);
 void console_enter_raw(struct console *c);
 void console_restore(struct console *c);
 void console_close(struct console *c);
+/* Ends a guest line left open on stdout, so a VMM message that follows on
+ * the same terminal starts on a line of its own (the log calls it). */
+void console_fresh_line(struct console *c);
 /* Where host console input goes (the UART, or a virtio-console): takes
  * what it can, returns how much. */
 struct console_input {

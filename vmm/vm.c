@@ -42,6 +42,11 @@ static void vm_on_panic(void *ctx)
 		timerfd_settime(vm->panic_fd, 0, &its, NULL);
 }
 
+static void vm_log_fresh_line(void *ctx)
+{
+	console_fresh_line(ctx);
+}
+
 void vm_request_stop(struct vm *vm, int code, const char *why)
 {
 	int expected = -1;
@@ -356,6 +361,9 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		return -1;
 	vm->console.on_panic = vm_on_panic;
 	vm->console.on_panic_ctx = vm;
+	/* The VMM's own lines start on a line of their own on the terminal. */
+	vm->log.before_line = vm_log_fresh_line;
+	vm->log.before_line_ctx = &vm->console;
 
 	/* Inputs first: a bad kernel is exit 2 even where KVM is missing. */
 	if (guest_mem_create(&vm->mem, o->memory_mib << 20, e) || vm_load_guest(vm, e))

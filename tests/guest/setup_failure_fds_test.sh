@@ -9,6 +9,8 @@ if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
   exit 77
 fi
 command -v strace >/dev/null || { echo "SKIP: strace is not installed (scripts/install-deps.sh)"; exit 77; }
+# LeakSanitizer cannot run under ptrace (an ASan build of the VMM).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 trace=$(mktemp)
 trap 'rm -f "$trace"' EXIT
 out=$(strace -f -qq -e trace=close -o "$trace" "$vmm" --kernel "$kernel" --disk /no/such/disk 2>&1)

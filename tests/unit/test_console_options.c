@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@ static struct console con;
 static void con_setup(void)
 {
 	memset(&con, 0, sizeof(con));
+	pthread_mutex_init(&con.out_lock, NULL);
 	con.out_fd = -1;
 	con.in_fd = -1;
 	con.in_tty = true;
@@ -128,6 +130,7 @@ static void panic_setup(void)
 	int p[2];
 	ck_assert_int_eq(pipe(p), 0);
 	memset(&con, 0, sizeof(con));
+	pthread_mutex_init(&con.out_lock, NULL);
 	con.out_fd = p[1];
 	con.in_fd = -1;
 	con.on_panic = on_panic;
@@ -166,6 +169,24 @@ START_TEST(test_panic_text_byte_by_byte_detected)
 	for (size_t i = 0; s[i]; i++)
 		console_output(&con, (const uint8_t *)s + i, 1);
 	ck_assert_int_eq(panics, 1);
+}
+END_TEST
+
+/* The VMM's own lines start on a fresh line: a guest line left open is
+ * ended first (once), a closed one is left alone. */
+START_TEST(test_fresh_line_ends_an_open_guest_line_once)
+{
+	char got[64] = "";
+	out("[  0.1] Kernel pan");
+	console_fresh_line(&con);
+	console_fresh_line(&con);
+	out("done\n");
+	console_fresh_line(&con);
+	close(con.out_fd);
+	ssize_t n = read(pipe_rd, got, sizeof(got) - 1);
+	ck_assert_int_gt(n, 0);
+	got[n] = 0;
+	ck_assert_str_eq(got, "[  0.1] Kernel pan\ndone\n");
 }
 END_TEST
 
@@ -377,6 +398,7 @@ static Suite *console_options_suite(void)
 	tcase_add_test(t, test_panic_text_calls_on_panic_once);
 	tcase_add_test(t, test_panic_text_split_across_writes_detected);
 	tcase_add_test(t, test_panic_text_byte_by_byte_detected);
+	tcase_add_test(t, test_fresh_line_ends_an_open_guest_line_once);
 	tcase_add_test(t, test_panic_text_after_near_miss_detected);
 	tcase_add_test(t, test_near_miss_alone_is_not_panic);
 	tcase_add_test(t, test_console_output_forwards_bytes_unchanged);

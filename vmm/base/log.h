@@ -12,6 +12,10 @@ struct log {
 	FILE *out;
 	int crlf; /* set while the terminal is raw: end lines with \r\n */
 	pthread_mutex_t lock;
+	/* Called before each message: the machine ends a guest console line
+	 * left open on the same terminal. May be NULL. */
+	void (*before_line)(void *ctx);
+	void *before_line_ctx;
 };
 
 void log_init(struct log *l, enum log_level level, FILE *out);
