@@ -5,26 +5,35 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CTRL_A 0x01
 
-int console_open(struct console *c, const char *log_path, struct err *e)
+void console_open(struct console *c)
 {
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->out_lock, NULL);
 	c->out_fd = STDOUT_FILENO;
-	if (log_path) {
-		c->out_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (c->out_fd < 0)
-			return err_set(e, ERR_INPUT, "--console-log %s: %s", log_path,
-				       strerror(errno));
-		c->out_owned = true;
-	}
 	c->in_fd = STDIN_FILENO;
 	if (fcntl(c->in_fd, F_GETFD) < 0)
 		c->in_fd = -1; /* no stdin at all (closed) */
 	c->in_tty = c->in_fd >= 0 && isatty(c->in_fd);
+	/* stdout and stderr on one terminal or file: the VMM's lines and the
+	 * guest's share it. */
+	struct stat o, e;
+	c->out_shared = fstat(STDOUT_FILENO, &o) == 0 && fstat(STDERR_FILENO, &e) == 0 &&
+			o.st_dev == e.st_dev && o.st_ino == e.st_ino;
+}
+
+int console_open_log(struct console *c, const char *path, struct err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(e, ERR_INPUT, "--console-log %s: %s", path, strerror(errno));
+	c->out_fd = fd;
+	c->out_owned = true;
+	c->out_shared = false;
 	return 0;
 }
 
@@ -103,14 +112,13 @@ void console_output(void *ctx, const uint8_t *buf, size_t len)
 		c->on_panic(c->on_panic_ctx);
 }
 
-void console_fresh_line(struct console *c)
+bool console_fresh_line(struct console *c)
 {
 	pthread_mutex_lock(&c->out_lock);
-	/* Only stdout shares a terminal with the log; a --console-log file
-	 * keeps the guest's bytes as they came. */
-	if (c->mid_line && !c->out_owned)
-		console_write_locked(c, (const uint8_t *)(c->raw ? "\r\n" : "\n"), c->raw ? 2 : 1);
+	bool open_line = c->mid_line && c->out_shared;
+	c->mid_line = c->mid_line && !open_line;
 	pthread_mutex_unlock(&c->out_lock);
+	return open_line;
 }
 
 enum console_input_result console_filter_input(struct console *c, uint8_t *buf, size_t *n)

@@ -32,20 +32,26 @@ struct console {
 	 * line state see one stream. */
 	pthread_mutex_t out_lock;
 	bool mid_line;	      /* the last byte out was not a newline */
+	bool out_shared;      /* guest output and the log go to one place */
 	unsigned panic_match; /* bytes of CONSOLE_PANIC_TEXT matched so far */
 	atomic_bool panic_seen;
 	void (*on_panic)(void *ctx);
 	void *on_panic_ctx;
 };
 
-int console_open(struct console *c, const char *log_path, struct err *e);
+/* Guest output to stdout, host input from stdin. */
+void console_open(struct console *c);
+/* Guest output to a file instead (--console-log), made once the machine
+ * is built, so a bad command line leaves no file behind. */
+int console_open_log(struct console *c, const char *path, struct err *e);
 /* Puts a terminal stdin into raw mode; no-op otherwise. */
 void console_enter_raw(struct console *c);
 void console_restore(struct console *c);
 void console_close(struct console *c);
-/* Ends a guest line left open on stdout, so a VMM message that follows on
- * the same terminal starts on a line of its own (the log calls it). */
-void console_fresh_line(struct console *c);
+/* Whether a VMM message about to go to stderr must first end a guest line
+ * left open on the same terminal (stdout and stderr one place); the guest's
+ * own stream is never changed. The log asks before each message. */
+bool console_fresh_line(struct console *c);
 /* Where host console input goes (the UART, or a virtio-console): takes
  * what it can, returns how much. */
 struct console_input {

@@ -4,6 +4,7 @@
 #include "device_registry.h"
 #include "vm.h"
 #include "vmm/base/err.h"
+#include "vmm/base/file.h"
 #include "vmm/base/stat.h"
 
 #include <errno.h>
@@ -17,9 +18,7 @@ struct irqbench_params {
 
 struct irqbench_instance {
 	struct pci_irqbench dev;
-	FILE *samples; /* opened at create, written at destroy */
-	const char *samples_path;
-	struct log *log;
+	const char *samples_path; /* checked at create, written when the run ends */
 };
 
 static int irqbench_parse(struct device_spec *spec, char *arg, struct err *e)
@@ -53,13 +52,22 @@ static int irqbench_parse(struct device_spec *spec, char *arg, struct err *e)
 static void irqbench_destroy(void *state)
 {
 	struct irqbench_instance *b = state;
-	if (b->samples) {
-		if (pci_irqbench_write_samples(&b->dev, b->samples) || fclose(b->samples))
-			log_error(b->log, "--device irqbench: writing %s: %s", b->samples_path,
-				  strerror(errno));
-	}
 	pci_irqbench_destroy(&b->dev);
 	free(b);
+}
+
+static void irqbench_run_ended(const struct vm_device *d, struct log *log)
+{
+	struct irqbench_instance *b = d->state;
+	if (!b->samples_path)
+		return;
+	FILE *f = fopen(b->samples_path, "w");
+	bool ok = f && !pci_irqbench_write_samples(&b->dev, f);
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok)
+		log_error(log, "--device irqbench: writing %s: %s", b->samples_path,
+			  strerror(errno));
 }
 
 static void irqbench_timer_ready(void *arg)
@@ -76,7 +84,6 @@ static void *irqbench_create(struct vm *vm, const struct device_spec *spec, cons
 		err_set(e, ERR_HOST, "out of memory");
 		return NULL;
 	}
-	b->log = &vm->log;
 	b->samples_path = p->samples;
 	int ret = pci_irqbench_init(&b->dev, name, &vm->irq, p->vectors,
 				    vm->opts->irq_mode == IRQ_MODE_INTX);
@@ -84,11 +91,8 @@ static void *irqbench_create(struct vm *vm, const struct device_spec *spec, cons
 		err_set(e, ERR_HOST, "cannot create %s: %s", name, strerror(-ret));
 		goto fail;
 	}
-	if (p->samples && !(b->samples = fopen(p->samples, "w"))) {
-		err_set(e, ERR_INPUT, "--device irqbench samples=%s: %s", p->samples,
-			strerror(errno));
+	if (p->samples && file_check_writable("--device irqbench samples=", p->samples, e))
 		goto fail;
-	}
 	if (vm_watch_call_fd(vm, b->dev.timer_fd, irqbench_timer_ready, &b->dev) < 0) {
 		err_set(e, ERR_HOST, "%s: cannot watch its timer", name);
 		goto fail;
@@ -124,4 +128,5 @@ const struct device_kind device_kind_irqbench = {
     .create = irqbench_create,
     .destroy = irqbench_destroy,
     .print_stats = irqbench_print_stats,
+    .run_ended = irqbench_run_ended,
 };

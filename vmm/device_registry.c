@@ -114,3 +114,10 @@ void vm_print_pci_stats(struct vm *vm, FILE *out)
 	for (unsigned i = 0; i < vm->ndevices; i++)
 		vm->devices[i].kind->print_stats(&vm->devices[i], out);
 }
+
+void vm_devices_run_ended(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->ndevices; i++)
+		if (vm->devices[i].kind->run_ended)
+			vm->devices[i].kind->run_ended(&vm->devices[i], &vm->log);
+}

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 struct err;
+struct log;
 struct vm;
 
 /* A device of the running machine. */
@@ -52,6 +53,9 @@ struct device_kind {
 			uint8_t slot, struct err *e);
 	void (*destroy)(void *state);
 	void (*print_stats)(const struct vm_device *d, FILE *out);
+	/* The guest stopped (after a run, not after a failed set-up): write
+	 * what the run produced. May be NULL. */
+	void (*run_ended)(const struct vm_device *d, struct log *log);
 };
 
 /* Every kind, in --help order; NULL-terminated. */
@@ -63,6 +67,7 @@ const struct device_kind *device_kind_for_device_option(const char *name);
 int vm_create_pci(struct vm *vm, struct err *e);
 void vm_destroy_pci(struct vm *vm);
 void vm_print_pci_stats(struct vm *vm, FILE *out);
+void vm_devices_run_ended(struct vm *vm);
 
 /* For kinds' parsers: "slot=S" (1..PCI_SLOTS-1) into spec->slot. 1 when
  * `prop` is a slot property (parsed, or -1 with an error), 0 when not. */

@@ -79,9 +79,9 @@ static int blk_parse(struct device_spec *spec, char *arg, struct err *e)
 {
 	struct blk_params *p = (struct blk_params *)spec->params;
 	char *save = NULL;
-	char *tok = strtok_r(arg, ",", &save);
-	if (!tok || !*tok)
+	if (!*arg || *arg == ',')
 		return err_set(e, ERR_INPUT, "--disk needs a path");
+	char *tok = strtok_r(arg, ",", &save);
 	p->path = tok;
 	while ((tok = strtok_r(NULL, ",", &save))) {
 		if (!strcmp(tok, "ro"))

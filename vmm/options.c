@@ -308,6 +308,19 @@ static int apply_device_option(struct vm_options *o, const struct device_kind *k
 	return ret < 0 ? -1 : 0;
 }
 
+/* Devices that cannot both be: one PCI slot given twice. */
+static int options_check_devices(const struct vm_options *o, struct err *e)
+{
+	for (unsigned i = 0; i < o->ndevices; i++)
+		for (unsigned j = 0; j < i; j++)
+			if (o->devices[i].slot >= 0 && o->devices[i].slot == o->devices[j].slot)
+				return err_set(e, ERR_INPUT,
+					       "%s and %s: both asked for PCI slot %d",
+					       o->devices[j].kind->name, o->devices[i].kind->name,
+					       o->devices[i].slot);
+	return 0;
+}
+
 /* getopt_long's table: the machine's options, then each device kind with an
  * option of its own; `val` is 256 + the index in that order. */
 static unsigned options_getopt_table(struct option *t, const struct device_kind **kinds)
@@ -371,6 +384,8 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 	}
 	if (optind < argc)
 		return err_set(e, ERR_INPUT, "unexpected argument '%s' (see --help)", argv[optind]);
+	if (options_check_devices(o, e))
+		return -1;
 	for (unsigned i = 0; i < o->ndevices; i++)
 		if (o->devices[i].kind->guest_console)
 			o->guest_console = o->devices[i].kind->guest_console;

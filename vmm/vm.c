@@ -42,9 +42,9 @@ static void vm_on_panic(void *ctx)
 		timerfd_settime(vm->panic_fd, 0, &its, NULL);
 }
 
-static void vm_log_fresh_line(void *ctx)
+static bool vm_log_needs_break(void *ctx)
 {
-	console_fresh_line(ctx);
+	return console_fresh_line(ctx);
 }
 
 void vm_request_stop(struct vm *vm, int code, const char *why)
@@ -148,16 +148,34 @@ static int vm_device_tree(struct vm *vm, struct err *e)
 	if (fdt_build_machine(&fm, &blob, &len, e))
 		return -1;
 	int ret = 0;
-	if (o->dump_dtb) {
-		FILE *f = fopen(o->dump_dtb, "wb");
-		if (!f || fwrite(blob, 1, len, f) != len || fclose(f) != 0)
-			ret = err_set(e, ERR_INPUT, "--dump-dtb %s: %s", o->dump_dtb,
-				      strerror(errno));
-	}
-	if (!ret && o->dtb)
+	if (o->dtb)
 		ret = boot_add_setup_data(&vm->mem, vm->boot.zero_page, SETUP_DTB, blob, len, e);
-	free(blob);
+	if (o->dump_dtb && !ret) {
+		vm->dtb = blob; /* written with the other outputs, once all is built */
+		vm->dtb_len = len;
+	} else {
+		free(blob);
+	}
 	return ret;
+}
+
+/* The files the command line asks for, made last: a machine that fails to
+ * build leaves none behind (their paths were checked first). */
+static int vm_write_outputs(struct vm *vm, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	if (vm->dtb) {
+		FILE *f = fopen(o->dump_dtb, "wb");
+		bool ok = f && fwrite(vm->dtb, 1, vm->dtb_len, f) == vm->dtb_len;
+		if (f && fclose(f) != 0)
+			ok = false;
+		free(vm->dtb);
+		vm->dtb = NULL;
+		if (!ok)
+			return err_set(e, ERR_INPUT, "--dump-dtb %s: %s", o->dump_dtb,
+				       strerror(errno));
+	}
+	return o->console_log ? console_open_log(&vm->console, o->console_log, e) : 0;
 }
 
 static int vm_load_guest(struct vm *vm, struct err *e)
@@ -357,16 +375,17 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	bus_init(&vm->pio, "pio", &vm->log);
 	bus_init(&vm->mmio, "mmio", &vm->log);
 	vm->ctl = (struct machine_ctl){vm_ctl_request_stop, vm};
-	if (console_open(&vm->console, o->console_log, e))
-		return -1;
+	console_open(&vm->console);
 	vm->console.on_panic = vm_on_panic;
 	vm->console.on_panic_ctx = vm;
 	/* The VMM's own lines start on a line of their own on the terminal. */
-	vm->log.before_line = vm_log_fresh_line;
-	vm->log.before_line_ctx = &vm->console;
+	vm->log.needs_break = vm_log_needs_break;
+	vm->log.needs_break_ctx = &vm->console;
 
 	/* Inputs first: a bad kernel is exit 2 even where KVM is missing. */
-	if (guest_mem_create(&vm->mem, o->memory_mib << 20, e) || vm_load_guest(vm, e))
+	if ((o->console_log && file_check_writable("--console-log", o->console_log, e)) ||
+	    (o->dump_dtb && file_check_writable("--dump-dtb", o->dump_dtb, e)) ||
+	    guest_mem_create(&vm->mem, o->memory_mib << 20, e) || vm_load_guest(vm, e))
 		return -1;
 	if (kvm_open(&vm->kvm, NULL, e))
 		return -1;
@@ -397,7 +416,9 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		if (vcpu_create(vm, &vm->vcpus[i], i, e))
 			return -1;
 	}
-	return vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e);
+	if (vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e))
+		return -1;
+	return vm_write_outputs(vm, e);
 }
 
 static void vm_on_console(struct vm *vm, struct vm_watch *w)
@@ -492,6 +513,7 @@ int vm_run(struct vm *vm, struct err *e)
 		vcpu_join(&vm->vcpus[i]);
 	console_restore(&vm->console);
 	vm->log.crlf = 0;
+	vm_devices_run_ended(vm);
 	int code = atomic_load(&vm->exit_code);
 	/* A guest that ran out of time: say where each vCPU was. */
 	if (code == EXIT_TIMEOUT)
@@ -503,6 +525,7 @@ int vm_run(struct vm *vm, struct err *e)
 
 void vm_destroy(struct vm *vm)
 {
+	free(vm->dtb);
 	/* Only what exists: a failure before the vCPUs leaves none to close. */
 	for (unsigned i = 0; i < vm->vcpus_created; i++)
 		vcpu_destroy(&vm->vcpus[i]);

@@ -83,6 +83,8 @@ struct vm {
 	unsigned nvcpus;	/* the machine's (MP table, CPUID) */
 	unsigned vcpus_created; /* of those, created so far */
 	struct boot_result boot;
+	void *dtb; /* --dump-dtb: the blob, until it is written */
+	size_t dtb_len;
 
 	atomic_int exit_code; /* -1 while running */
 	char stop_why[160];

@@ -172,21 +172,27 @@ START_TEST(test_panic_text_byte_by_byte_detected)
 }
 END_TEST
 
-/* The VMM's own lines start on a fresh line: a guest line left open is
- * ended first (once), a closed one is left alone. */
-START_TEST(test_fresh_line_ends_an_open_guest_line_once)
+/* The VMM's own lines start on a fresh line: with the guest's line left
+ * open on a terminal both share, the log is told to break it, once; the
+ * guest's own stream is not changed; a closed line or a console of its
+ * own needs no break. */
+START_TEST(test_fresh_line_when_a_guest_line_is_open_on_a_shared_terminal)
 {
 	char got[64] = "";
+	con.out_shared = true;
 	out("[  0.1] Kernel pan");
-	console_fresh_line(&con);
-	console_fresh_line(&con);
+	ck_assert(console_fresh_line(&con));
+	ck_assert(!console_fresh_line(&con));
 	out("done\n");
-	console_fresh_line(&con);
+	ck_assert(!console_fresh_line(&con));
+	out("open");
+	con.out_shared = false;
+	ck_assert(!console_fresh_line(&con));
 	close(con.out_fd);
 	ssize_t n = read(pipe_rd, got, sizeof(got) - 1);
 	ck_assert_int_gt(n, 0);
 	got[n] = 0;
-	ck_assert_str_eq(got, "[  0.1] Kernel pan\ndone\n");
+	ck_assert_str_eq(got, "[  0.1] Kernel pandone\nopen");
 }
 END_TEST
 
@@ -398,7 +404,7 @@ static Suite *console_options_suite(void)
 	tcase_add_test(t, test_panic_text_calls_on_panic_once);
 	tcase_add_test(t, test_panic_text_split_across_writes_detected);
 	tcase_add_test(t, test_panic_text_byte_by_byte_detected);
-	tcase_add_test(t, test_fresh_line_ends_an_open_guest_line_once);
+	tcase_add_test(t, test_fresh_line_when_a_guest_line_is_open_on_a_shared_terminal);
 	tcase_add_test(t, test_panic_text_after_near_miss_detected);
 	tcase_add_test(t, test_near_miss_alone_is_not_panic);
 	tcase_add_test(t, test_console_output_forwards_bytes_unchanged);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,5 +49,28 @@ int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf,
 	close(fd);
 	*buf = p;
 	*len = size;
+	return 0;
+}
+
+int file_check_writable(const char *what, const char *path, struct err *e)
+{
+	struct stat st;
+	if (!*path)
+		return err_set(e, ERR_INPUT, "%s: empty path", what);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return err_set(e, ERR_INPUT, "%s %s: is a directory", what, path);
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (access(dir, W_OK | X_OK) < 0)
+		return err_set(e, ERR_INPUT, "%s %s: cannot write in %s: %s", what, path, dir,
+			       strerror(errno));
+	if (access(path, F_OK) == 0 && access(path, W_OK) < 0)
+		return err_set(e, ERR_INPUT, "%s %s: %s", what, path, strerror(errno));
 	return 0;
 }

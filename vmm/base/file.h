@@ -12,4 +12,9 @@ struct err;
 int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf, size_t *len,
 		  struct err *e);
 
+/* Whether `path` can be created or replaced later: not a directory, in a
+ * directory that exists and may be written. Checked before anything is
+ * made, so a bad command line leaves nothing on disk. */
+int file_check_writable(const char *what, const char *path, struct err *e);
+
 #endif

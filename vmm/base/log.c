@@ -7,7 +7,7 @@ void log_init(struct log *l, enum log_level level, FILE *out)
 	l->level = level;
 	l->out = out;
 	l->crlf = 0;
-	l->before_line = NULL;
+	l->needs_break = NULL;
 	pthread_mutex_init(&l->lock, NULL);
 }
 
@@ -40,9 +40,10 @@ static void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_li
 	static const char *const names[] = {"error", "warning", "info", "debug"};
 	if (!l || level > l->level || !l->out)
 		return;
-	if (l->before_line)
-		l->before_line(l->before_line_ctx);
+	bool brk = l->needs_break && l->needs_break(l->needs_break_ctx);
 	pthread_mutex_lock(&l->lock);
+	if (brk)
+		fputs(l->crlf ? "\r\n" : "\n", l->out);
 	fprintf(l->out, "vmm: %s: ", names[level]);
 	vfprintf(l->out, fmt, ap);
 	fputs(l->crlf ? "\r\n" : "\n", l->out);

@@ -3,6 +3,7 @@
 #define VMM_LOG_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
@@ -12,10 +13,11 @@ struct log {
 	FILE *out;
 	int crlf; /* set while the terminal is raw: end lines with \r\n */
 	pthread_mutex_t lock;
-	/* Called before each message: the machine ends a guest console line
-	 * left open on the same terminal. May be NULL. */
-	void (*before_line)(void *ctx);
-	void *before_line_ctx;
+	/* Asked before each message: true when it must start with a line
+	 * break (the guest's console left a line open on the same terminal).
+	 * May be NULL. */
+	bool (*needs_break)(void *ctx);
+	void *needs_break_ctx;
 };
 
 void log_init(struct log *l, enum log_level level, FILE *out);

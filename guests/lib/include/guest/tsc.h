@@ -11,7 +11,9 @@
  * sheet: mode 0, OUT goes high at terminal count; PC/AT port 0x61 bit 0
  * gates channel 2 and bit 5 reads its OUT). Needs port access (CPL 0 or
  * run_user). Returns TSC ticks per second, or 0 if OUT2 never rose within
- * about 2^34 TSC ticks. Restores port 0x61's gate and speaker bits. */
+ * about 2^34 TSC ticks. Restores port 0x61's gate and speaker bits. The
+ * median of five ~50 ms rounds, so a host that deschedules the vCPU in
+ * one of them does not skew it. */
 uint64_t tsc_hz_from_pit(void);
 
 #endif

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Every option of ./vmm with wrong values (missing, empty, out of range,
+unknown, conflicting): each is one clear line on stderr naming what is
+wrong, exit code 2, nothing on stdout, and nothing created on disk (the
+command lines name output files: the console log, the device tree dump,
+the irqbench samples; none may appear). Runs without /dev/kvm: input is
+checked first; the few cases found only while the machine is built say so
+and skip where /dev/kvm is unusable.
+  bad_options_test.py VMM KERNEL
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+OUT = ["--console-log", "console.log", "--dump-dtb", "machine.dtb"]
+
+# (name, arguments after --kernel KERNEL or in full when the first is "!",
+#  regex the one stderr line must match, needs /dev/kvm)
+CASES = [
+    ("no arguments", ["!"], r"no kernel given", False),
+    ("kernel missing value", ["!", "--kernel"], r"option --kernel needs a value", False),
+    ("kernel empty", ["!", "--kernel", ""], r"cannot open kernel ''", False),
+    ("kernel does not exist", ["!", "--kernel", "/no/such/kernel"], r"cannot open kernel '/no/such/kernel'", False),
+    ("kernel is a directory", ["!", "--kernel", "/"], r"kernel '/'", False),
+    ("kernel is not a kernel", ["!", "--kernel", "@notakernel"], r"not a Linux kernel", False),
+    ("initrd missing value", ["--initrd"], r"option --initrd needs a value", False),
+    ("initrd does not exist", ["--initrd", "/no/such/initrd"], r"initrd '/no/such/initrd'", False),
+    ("cmdline missing value", ["--cmdline"], r"option --cmdline needs a value", False),
+    ("memory not a number", ["--memory", "lots"], r"--memory: 'lots' is not a whole number", False),
+    ("memory empty", ["--memory", ""], r"--memory: '' is not a whole number", False),
+    ("memory negative", ["--memory", "-5"], r"--memory: '-5' is not a whole number", False),
+    ("memory too small", ["--memory", "1"], r"--memory 1: must be between 2 and", False),
+    ("memory too large", ["--memory", "99999999"], r"--memory 99999999: must be between", False),
+    ("cpus zero", ["--cpus", "0"], r"--cpus 0: must be between 1 and 254", False),
+    ("cpus too many", ["--cpus", "255"], r"--cpus 255: must be between 1 and 254", False),
+    ("cpus not a number", ["--cpus", "two"], r"--cpus: 'two' is not a whole number", False),
+    ("timeout zero", ["--timeout", "0"], r"--timeout: '0' is not a positive number", False),
+    ("timeout negative", ["--timeout", "-1"], r"--timeout: '-1' is not a positive number", False),
+    ("timeout nan", ["--timeout", "nan"], r"--timeout: 'nan' is not a positive number", False),
+    ("timeout with unit", ["--timeout", "5s"], r"--timeout: '5s' is not a positive number", False),
+    ("console-log missing value", ["--console-log"], r"option --console-log needs a value", False),
+    ("console-log empty", ["--console-log", ""], r"--console-log: empty path", False),
+    ("console-log in a missing directory", ["--console-log", "no/dir/c.log"], r"--console-log no/dir/c.log: cannot write in no/dir", False),
+    ("console-log is a directory", ["--console-log", "."], r"--console-log \.: is a directory", False),
+    ("dump-dtb in a missing directory", ["--dump-dtb", "no/dir/m.dtb"], r"--dump-dtb no/dir/m.dtb: cannot write in no/dir", False),
+    ("device missing value", ["--device"], r"option --device needs a value", False),
+    ("device empty", ["--device", ""], r"--device: unknown device '' \(known: testdev, irqbench\)", False),
+    ("device unknown", ["--device", "frob"], r"--device: unknown device 'frob'", False),
+    ("testdev zero vectors", ["--device", "testdev,vectors=0"], r"--device vectors 0: must be between 1 and 2048", False),
+    ("testdev too many vectors", ["--device", "testdev,vectors=2049"], r"--device vectors 2049: must be between 1 and 2048", False),
+    ("testdev vectors not a number", ["--device", "testdev,vectors=x"], r"--device vectors: 'x' is not a whole number", False),
+    ("testdev slot 0", ["--device", "testdev,slot=0"], r"--device slot 0: must be between 1 and 31", False),
+    ("testdev slot 32", ["--device", "testdev,slot=32"], r"--device slot 32: must be between 1 and 31", False),
+    ("testdev unknown property", ["--device", "testdev,colour=red"], r"--device testdev: unknown property 'colour=red'", False),
+    ("irqbench empty samples", ["--device", "irqbench,samples="], r"--device irqbench: unknown property 'samples='", False),
+    ("irqbench samples in a missing directory", ["--device", "irqbench,samples=no/dir/s.txt"], r"samples= no/dir/s.txt: cannot write in no/dir", True),
+    ("two devices in one slot", ["--device", "testdev,slot=3", "--device", "irqbench,slot=3"], r"testdev and irqbench: both asked for PCI slot 3", False),
+    ("too many devices", ["--rng"] * 17, r"--rng: at most 16 devices", False),
+    ("disk missing value", ["--disk"], r"option --disk needs a value", False),
+    ("disk empty", ["--disk", ""], r"--disk needs a path", False),
+    ("disk only flags", ["--disk", ",ro"], r"--disk needs a path", False),
+    ("disk unknown flag", ["--disk", "d.img,rw"], r"--disk d.img: unknown flag 'rw' \(ro, direct\)", False),
+    ("disk does not exist", ["--disk", "/no/such/disk"], r"--disk /no/such/disk: No such file or directory", True),
+    ("disk is a directory", ["--disk", "/"], r"--disk /: ", True),
+    ("net not a tap", ["--net", "user"], r"--net user: only tap\[=NAME\] is supported", False),
+    ("net bad mac", ["--net", "tap,mac=zz:00:00:00:00:01"], r"--net: bad property 'mac=zz:00:00:00:00:01'", False),
+    ("net multicast mac", ["--net", "tap,mac=01:00:00:00:00:01"], r"--net mac=01:00:00:00:00:01: a multicast MAC cannot be a NIC's", False),
+    ("net unknown property", ["--net", "tap,queues=2x"], r"--net: bad property 'queues=2x'", False),
+    ("console unknown", ["--console", "vga"], r"--console vga: use serial or virtio", False),
+    ("irq-mode unknown", ["--irq-mode", "msi"], r"--irq-mode msi: use msix or intx", False),
+    ("msi-delivery unknown", ["--msi-delivery", "poll"], r"--msi-delivery poll: use irqfd or signal", False),
+    ("intx-delivery unknown", ["--intx-delivery", "edge"], r"--intx-delivery edge: use resample or line", False),
+    ("unknown option", ["--frobnicate"], r"unknown option '--frobnicate' \(see --help\)", False),
+    ("unknown short option", ["-x"], r"unknown option '-x' \(see --help\)", False),
+    ("stray argument", ["stray"], r"unexpected argument 'stray' \(see --help\)", False),
+]
+
+
+def kvm_usable():
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+        return True
+    except OSError:
+        return False
+
+
+def main():
+    vmm, kernel = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    kvm = kvm_usable()
+    failures, ran, skipped = [], 0, 0
+    for name, args, rx, needs_kvm in CASES:
+        if needs_kvm and not kvm:
+            print(f"skip  {name}: found while the machine is built, and /dev/kvm is not usable here")
+            skipped += 1
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "notakernel"), "w") as f:
+                f.write("not a kernel\n")
+            if args and args[0] == "!":
+                cmd = [vmm] + [a.replace("@notakernel", os.path.join(tmp, "notakernel"))
+                               for a in args[1:]]
+            else:
+                cmd = [vmm, "--kernel", kernel] + OUT + args
+            before = set(os.listdir(tmp))
+            p = subprocess.run(cmd, cwd=tmp, stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, timeout=60)
+            made = set(os.listdir(tmp)) - before
+        ran += 1
+        lines = p.stderr.splitlines()
+        problems = []
+        if p.returncode != 2:
+            problems.append(f"exit code {p.returncode}, expected 2")
+        if len(lines) != 1:
+            problems.append(f"{len(lines)} lines on stderr, expected one")
+        elif not lines[0].startswith("vmm: ") or not re.search(rx, lines[0]):
+            problems.append(f"stderr {lines[0]!r} does not match /{rx}/")
+        if p.stdout:
+            problems.append(f"stdout not empty: {p.stdout[:200]!r}")
+        if made:
+            problems.append(f"created {sorted(made)}")
+        status = "FAIL" if problems else "ok  "
+        print(f"{status}  {name}: {' '.join(cmd[1:])[:110]}\n      -> {lines[0] if lines else '(nothing)'}")
+        failures += [f"{name}: {x}" for x in problems]
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{ran} bad command lines run, {skipped} skipped, {len(failures)} problems")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
