@@ -47,9 +47,8 @@ struct flushtest ft;
 static struct pci_func funcs[MAX_FUNCS];
 static unsigned failures;
 
-static const char *const known_keys[] = {"flushtest.mode",   "flushtest.cycle",
-					 "flushtest.batch",  "flushtest.blocks",
-					 "flushtest.flush",  "flushtest.wait_s"};
+static const char *const known_keys[] = {"flushtest.mode",   "flushtest.cycle", "flushtest.batch",
+					 "flushtest.blocks", "flushtest.flush", "flushtest.wait_s"};
 
 void ft_fail(const char *fmt, ...)
 {

@@ -14,11 +14,11 @@
 #include "guest/virtio.h"
 
 /* The block the tests write: 4 KiB at sector seq * 8. */
-#define FT_SECTOR	512u
-#define FT_BLOCK	4096u
-#define FT_SECTORS_PER	(FT_BLOCK / FT_SECTOR)
-#define FT_MAX_DEPTH	32u
-#define FT_QUEUE_SIZE	128u
+#define FT_SECTOR      512u
+#define FT_BLOCK       4096u
+#define FT_SECTORS_PER (FT_BLOCK / FT_SECTOR)
+#define FT_MAX_DEPTH   32u
+#define FT_QUEUE_SIZE  128u
 
 /* virtio 1.2, 5.2.3 / 5.2.6 */
 #define VIRTIO_BLK_F_RO	   5
@@ -75,7 +75,7 @@ struct ft_req {
 	struct {
 		uint32_t type, reserved;
 		uint64_t sector;
-	} *hdr;
+	} * hdr;
 	uint8_t *buf;
 	volatile uint8_t *status;
 	int head;

@@ -159,8 +159,7 @@ int ft_mode_tapgone(void)
 	printf("flushtest: tap in use (%u frames sent)\n", FRAMES_BEFORE);
 	if (!until_needs_reset("after the tap went", &used))
 		return 1;
-	printf("flushtest: net NEEDS_RESET after the tap went (%lu frames used meanwhile)\n",
-	       used);
+	printf("flushtest: net NEEDS_RESET after the tap went (%lu frames used meanwhile)\n", used);
 
 	/* 3.1.1 again on a device whose backend is gone: the reset reads
 	 * back 0, the initialisation goes through, and the first frame
