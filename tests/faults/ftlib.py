@@ -66,40 +66,47 @@ class Vmm:
     def __init__(self, cmd, env=None):
         self.cmd = cmd
         self.lines = []
-        self.stderr = bytearray()
+        self.err_lines = []
         self._cv = threading.Condition()
-        self._eof = False
+        self._eof = {"out": False, "err": False}
         self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=env)
-        self._out = threading.Thread(target=self._read_out, daemon=True)
-        self._err = threading.Thread(target=lambda: self.stderr.extend(self.p.stderr.read()),
+        self._out = threading.Thread(target=self._read, args=(self.p.stdout, self.lines, "out"),
                                      daemon=True)
+        self._err = threading.Thread(target=self._read,
+                                     args=(self.p.stderr, self.err_lines, "err"), daemon=True)
         self._out.start()
         self._err.start()
 
-    def _read_out(self):
-        for raw in self.p.stdout:
+    def _read(self, stream, lines, name):
+        for raw in stream:
             with self._cv:
-                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                lines.append(raw.decode(errors="replace").rstrip("\n"))
                 self._cv.notify_all()
         with self._cv:
-            self._eof = True
+            self._eof[name] = True
             self._cv.notify_all()
 
-    def wait_for(self, rx, wall_s):
-        """The first console line matching rx, or None at end of output or
-        after wall_s seconds."""
+    @property
+    def stderr(self):
+        with self._cv:
+            return ("\n".join(self.err_lines) + "\n").encode()
+
+    def wait_for(self, rx, wall_s, stream="out"):
+        """The first line of the console (or stderr, stream="err") matching
+        rx, or None at the end of that output or after wall_s seconds."""
+        lines = self.lines if stream == "out" else self.err_lines
         pat = re.compile(rx)
         deadline = time.monotonic() + wall_s
         i = 0
         with self._cv:
             while True:
-                while i < len(self.lines):
-                    if pat.search(self.lines[i]):
-                        return self.lines[i]
+                while i < len(lines):
+                    if pat.search(lines[i]):
+                        return lines[i]
                     i += 1
                 left = deadline - time.monotonic()
-                if self._eof or left <= 0:
+                if self._eof[stream] or left <= 0:
                     return None
                 self._cv.wait(left)
 

@@ -4,7 +4,9 @@ unreadable-disk test gives the VMM.
 It speaks the FUSE protocol on /dev/fuse itself (include/uapi/linux/fuse.h,
 protocol 7.x), so it needs no libfuse: the root directory holds one regular
 file, disk.img, backed by a real file; READ and WRITE go to the backing file
-with pread/pwrite, or fail with EIO while `failing` is set. The file is opened
+with pread/pwrite, or fail with EIO while `failing` is set; while
+`hold_writes` is set, WRITE requests are kept unanswered (the writer stays
+blocked in the kernel) until release_writes(). The file is opened
 with FOPEN_DIRECT_IO, so no page cache stands between the VMM and the server:
 every guest read reaches it. One thread serves requests in order.
 
@@ -46,6 +48,10 @@ class FuseDisk:
         self.size = os.fstat(self.backing).st_size
         self.mountpoint = mountpoint
         self.failing = False
+        self.hold_writes = False
+        self.held = []  # (unique, offset, data) of WRITE requests not answered yet
+        self.held_event = threading.Event()
+        self._lock = threading.Lock()  # replies come from two threads with held writes
         self.counts = {"read": 0, "write": 0, "read_eio": 0, "write_eio": 0}
         self.fd = os.open("/dev/fuse", os.O_RDWR)
         libc = ctypes.CDLL(None, use_errno=True)
@@ -98,7 +104,10 @@ class FuseDisk:
             if self.failing:
                 self.counts["write_eio"] += 1
                 return -errno.EIO, b""
-            n = os.pwrite(self.backing, body[WRITE_IN.size:WRITE_IN.size + size], off)
+            data = body[WRITE_IN.size:WRITE_IN.size + size]
+            if self.hold_writes:
+                return None, (off, data)
+            n = os.pwrite(self.backing, data, off)
             return 0, struct.pack("<II", n, 0)
         if op == FSYNC:
             if self.failing:
@@ -125,11 +134,30 @@ class FuseDisk:
             if op in NO_REPLY:
                 continue
             err, payload = self._handle(op, nodeid, req[IN_HEADER.size:])
+            if err is None:
+                with self._lock:
+                    self.held.append((unique,) + payload)
+                self.held_event.set()
+                continue
+            self._reply(unique, err, payload)
+
+    def _reply(self, unique, err, payload):
+        with self._lock:
             try:
                 os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + len(payload), err, unique)
                          + payload)
             except OSError:
                 pass  # the request was interrupted meanwhile
+
+    def release_writes(self):
+        """Performs and answers the held writes; no more are held."""
+        self.hold_writes = False
+        with self._lock:
+            held, self.held = self.held, []
+        for unique, off, data in held:
+            n = os.pwrite(self.backing, data, off)
+            self._reply(unique, 0, struct.pack("<II", n, 0))
+        return [(off, len(data)) for _, off, data in held]
 
     def close(self):
         self._libc.umount2(self.mountpoint.encode(), 2)  # MNT_DETACH
