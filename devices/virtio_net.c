@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/virtio_net.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -90,6 +91,27 @@ static bool net_deliver_frame(struct virtio_net *n)
 	return true;
 }
 
+/* A tap deleted under us (ip link del) leaves our file detached: tun then
+ * answers every read and write with EBADFD, and nothing can attach it
+ * again. The device cannot go on (2.1.2): NEEDS_RESET, also after each
+ * reset, and no more buffers are used; the VMM and other devices go on.
+ * Locked. */
+static void net_note_tap_error(struct virtio_net *n)
+{
+	if (errno == EBADFD)
+		n->tap_gone = true;
+}
+
+static bool net_check_tap_gone(struct virtio_net *n)
+{
+	if (n->tap_gone) {
+		char why[IFNAMSIZ + 48];
+		snprintf(why, sizeof(why), "tap %s is gone (deleted on the host)", n->ifname);
+		virtio_needs_reset(&n->vdev, why);
+	}
+	return n->tap_gone;
+}
+
 /* Reads frames from the tap while the guest has room. Locked. */
 static void net_rx(struct virtio_net *n)
 {
@@ -99,6 +121,8 @@ static void net_rx(struct virtio_net *n)
 	for (;;) {
 		if (n->frame_len == 0) {
 			ssize_t r = read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX);
+			if (r < 0)
+				net_note_tap_error(n);
 			if (r <= VIRTIO_NET_HDR_LEN)
 				break; /* EAGAIN, error, or a runt */
 			n->frame_len = (size_t)r;
@@ -114,20 +138,26 @@ static void net_rx(struct virtio_net *n)
 static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 {
 	struct virtio_net *n = ctx;
-	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(n->tap_fd, e->out, (int)e->nout) < 0)
+	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(n->tap_fd, e->out, (int)e->nout) < 0) {
+		if (e->out_len >= VIRTIO_NET_HDR_LEN)
+			net_note_tap_error(n);
 		atomic_fetch_add(&n->tx_errors, 1);
-	else
+	} else {
 		atomic_fetch_add(&n->tx_frames, 1);
+	}
 	return 0;
 }
 
 static void net_notify(struct virtio_dev *d, unsigned qi)
 {
 	struct virtio_net *n = d->priv;
+	if (net_check_tap_gone(n))
+		return;
 	if (qi == NET_RXQ)
 		net_rx(n);
 	else
 		virtio_queue_serve(d, NET_TXQ, n->elem, net_tx, n);
+	net_check_tap_gone(n);
 }
 
 static void net_reset(struct virtio_dev *d)
@@ -143,9 +173,13 @@ void virtio_net_tap_ready(struct virtio_net *n)
 		net_rx(n);
 	else {
 		/* Not running: drain and drop, so the tap does not stay readable. */
-		while (read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX) > 0)
+		ssize_t r;
+		while ((r = read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX)) > 0)
 			atomic_fetch_add(&n->rx_dropped, 1);
+		if (r < 0)
+			net_note_tap_error(n);
 	}
+	net_check_tap_gone(n);
 	virtio_unlock(&n->vdev);
 }
 

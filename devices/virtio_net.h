@@ -25,6 +25,7 @@ struct virtio_net {
 	struct virtq_elem *elem;
 	uint8_t *frame; /* one frame read from the tap, waiting for buffers */
 	size_t frame_len;
+	bool tap_gone; /* deleted on the host: tun answers EBADFD from now on */
 	atomic_uint_fast64_t rx_frames, tx_frames, rx_dropped, tx_errors;
 };
 

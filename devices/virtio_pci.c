@@ -73,8 +73,8 @@ static void vp_needs_reset_locked(struct virtio_transport *t, const char *why)
 	struct virtio_pci *vp = vp_of(t);
 	if (vp->status & VIRTIO_CONFIG_S_NEEDS_RESET)
 		return;
-	log_guest_warn(vp->host.log, &vp->reset_warnings,
-		       "%s: broken driver (%s): device needs reset", vp->pci.name, why);
+	log_guest_warn(vp->host.log, &vp->reset_warnings, "%s: device needs reset: %s",
+		       vp->pci.name, why);
 	vp->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
 	atomic_fetch_add(&vp->broken, 1);
 	if (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) {

@@ -20,6 +20,8 @@
 #include <fcntl.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -275,6 +277,79 @@ START_TEST(test_net_rx_mergeable_spans_buffers)
 }
 END_TEST
 
+/* Deletes the tap as `ip link del` does (rtnetlink RTM_DELLINK): the
+ * device's file stays open but is detached from any interface. */
+static void tap_delete(void)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+	} req = {
+	    .nh = {.nlmsg_len = sizeof(req),
+		   .nlmsg_type = RTM_DELLINK,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK},
+	    .ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex},
+	};
+	char buf[256];
+	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(send(s, &req, sizeof(req), 0), (ssize_t)sizeof(req));
+	ssize_t n = recv(s, buf, sizeof(buf), 0);
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	ck_assert_int_ge(n, (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)));
+	ck_assert_uint_eq(h->nlmsg_type, NLMSG_ERROR);
+	ck_assert_int_eq(((const struct nlmsgerr *)NLMSG_DATA(h))->error, 0);
+	close(s);
+}
+
+static void tx_post(uint16_t h)
+{
+	memset(ram.buf + BUF + 0x10000ULL * h, 0, HLEN + 60);
+	const struct vbuf b[] = {{BUF + 0x10000ULL * h, HLEN + 60, false}};
+	vrd_chain(&vr[TXQ], h, b, 1);
+	vrd_publish(&vr[TXQ], h);
+}
+
+START_TEST(test_net_tap_gone_tx_needs_reset)
+{
+	/* 2.1.2: a tap deleted under the device (tun answers EBADFD for
+	 * good) is an error it cannot recover from: NEEDS_RESET, and no
+	 * more buffers used, also after a reset; the VMM goes on. */
+	tap_delete();
+	tx_post(0);
+	net.vdev.ops->queue_notify(&net.vdev, TXQ);
+	ck_assert_uint_ge(ft.needs_reset, 1);
+	ck_assert_msg(strstr(ft.why, "tap " TAP " is gone"), "why: %s", ft.why);
+	uint16_t used = vrd_used_idx(&vr[TXQ]);
+	ck_assert_uint_le(used, 1); /* the frame that met the gone tap, at most */
+	tx_post(1);
+	net.vdev.ops->queue_notify(&net.vdev, TXQ);
+	ck_assert_uint_eq(vrd_used_idx(&vr[TXQ]), used);
+	net.vdev.ops->reset(&net.vdev);
+	unsigned before = ft.needs_reset;
+	tx_post(2);
+	net.vdev.ops->queue_notify(&net.vdev, TXQ);
+	ck_assert_uint_gt(ft.needs_reset, before);
+	ck_assert_uint_eq(vrd_used_idx(&vr[TXQ]), used);
+}
+END_TEST
+
+START_TEST(test_net_tap_gone_rx_needs_reset)
+{
+	/* The tap's file polls as an error once the tap is gone: the I/O
+	 * thread's turn sets NEEDS_RESET with no guest action. */
+	rx_post(0, 1526);
+	tap_delete();
+	struct pollfd p = {.fd = net.tap_fd, .events = POLLIN};
+	ck_assert_int_eq(poll(&p, 1, 2000), 1);
+	ck_assert(p.revents & POLLERR);
+	virtio_net_tap_ready(&net);
+	ck_assert_uint_ge(ft.needs_reset, 1);
+	ck_assert_msg(strstr(ft.why, "tap " TAP " is gone"), "why: %s", ft.why);
+	ck_assert_uint_eq(vrd_used_idx(&vr[RXQ]), 0);
+}
+END_TEST
+
 START_TEST(test_net_unavailable)
 {
 	/* Registered only when the tap cases cannot run here. */
@@ -328,6 +403,8 @@ static Suite *virtio_net_suite(void)
 	tcase_add_test(t, test_net_rx_single_buffer);
 	tcase_add_test(t, test_net_rx_waits_for_buffers);
 	tcase_add_test(t, test_net_rx_never_truncates_without_mrg);
+	tcase_add_test(t, test_net_tap_gone_tx_needs_reset);
+	tcase_add_test(t, test_net_tap_gone_rx_needs_reset);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("tap_mrg");

@@ -1,0 +1,148 @@
+"""Shared by the fault tests (tests/faults/): the flushtest block pattern,
+the skip rules, and a VMM run whose console is read as it comes.
+
+The pattern is guests/flushtest/blk.c's: block `seq` of cycle `cycle` is 4 KiB
+at sector 8 * seq; each of its 512-byte sectors j holds "FTB1", cycle (u32),
+seq (u64), j (u32), then byte k = (k + seq * 7 + cycle * 13 + j * 3) & 0xff.
+"""
+import os
+import re
+import signal
+import struct
+import subprocess
+import threading
+import time
+
+BLOCK = 4096
+SECTOR = 512
+SKIP = 77
+_RAMP = bytes(range(256)) * 4
+
+
+def sector_pattern(cycle, seq, j):
+    base = (seq * 7 + cycle * 13 + j * 3) & 0xFF
+    start = (20 + base) & 0xFF
+    return b"FTB1" + struct.pack("<IQI", cycle & 0xFFFFFFFF, seq, j) + _RAMP[start:start + SECTOR - 20]
+
+
+def block_pattern(cycle, seq):
+    return b"".join(sector_pattern(cycle, seq, j) for j in range(BLOCK // SECTOR))
+
+
+def check_blocks(path, cycle, count):
+    """Blocks 0..count-1 of the image against the pattern; returns the list
+    of (seq, first differing offset) for those that differ."""
+    bad = []
+    with open(path, "rb") as f:
+        for seq in range(count):
+            got = f.read(BLOCK)
+            want = block_pattern(cycle, seq)
+            if got != want:
+                off = next((i for i in range(min(len(got), BLOCK)) if got[i] != want[i]), len(got))
+                bad.append((seq, off))
+    return bad
+
+
+def skip(why):
+    print(f"SKIP: {why}", flush=True)
+    return SKIP
+
+
+def kvm_problem():
+    """Why /dev/kvm cannot be used here, or None."""
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR)
+    except OSError as e:
+        return f"/dev/kvm is not usable here ({e}); this test boots a guest"
+    os.close(fd)
+    return None
+
+
+class Vmm:
+    """A VMM process whose console (stdout) a thread collects line by line;
+    wait_for() blocks until a line matches (or the process ends, or a wall
+    bound passes) by waiting on that thread, never by sleeping."""
+
+    def __init__(self, cmd, env=None):
+        self.cmd = cmd
+        self.lines = []
+        self.err_lines = []
+        self._cv = threading.Condition()
+        self._eof = {"out": False, "err": False}
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env)
+        self._out = threading.Thread(target=self._read, args=(self.p.stdout, self.lines, "out"),
+                                     daemon=True)
+        self._err = threading.Thread(target=self._read,
+                                     args=(self.p.stderr, self.err_lines, "err"), daemon=True)
+        self._out.start()
+        self._err.start()
+
+    def _read(self, stream, lines, name):
+        for raw in stream:
+            with self._cv:
+                lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._cv.notify_all()
+        with self._cv:
+            self._eof[name] = True
+            self._cv.notify_all()
+
+    @property
+    def stderr(self):
+        with self._cv:
+            return ("\n".join(self.err_lines) + "\n").encode()
+
+    def wait_for(self, rx, wall_s, stream="out"):
+        """The first line of the console (or stderr, stream="err") matching
+        rx, or None at the end of that output or after wall_s seconds."""
+        lines = self.lines if stream == "out" else self.err_lines
+        pat = re.compile(rx)
+        deadline = time.monotonic() + wall_s
+        i = 0
+        with self._cv:
+            while True:
+                while i < len(lines):
+                    if pat.search(lines[i]):
+                        return lines[i]
+                    i += 1
+                left = deadline - time.monotonic()
+                if self._eof[stream] or left <= 0:
+                    return None
+                self._cv.wait(left)
+
+    def finish(self, wall_s):
+        """Waits for the process to end (SIGKILL after wall_s: a hang) and
+        for its output; returns the exit status (negative: a signal)."""
+        try:
+            self.p.wait(wall_s)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            self.hung = True
+        self._out.join()
+        self._err.join()
+        return self.p.returncode
+
+    hung = False
+
+    def signal(self, sig):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+
+    def console(self):
+        with self._cv:
+            return "\n".join(self.lines)
+
+    def dump(self, tail=40):
+        print("---- console (last lines) ----")
+        for line in self.lines[-tail:]:
+            print(line)
+        print("---- stderr ----")
+        print(self.stderr.decode(errors="replace").rstrip())
+        print("----", flush=True)
+
+
+def signame(rc):
+    if rc is not None and rc < 0:
+        return signal.Signals(-rc).name
+    return str(rc)
