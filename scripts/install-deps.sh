@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   gcc meson ninja-build pkg-config clang-format  # build, style check
-  liburing-dev libfdt-dev zlib1g-dev liblz4-dev liblzma-dev libzstd-dev  # VMM libraries
+  liburing-dev libfdt-dev zlib1g-dev liblz4-dev liblzma-dev libzstd-dev libseccomp-dev  # VMM libraries
   check                                      # unit tests (libcheck)
   clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
   device-tree-compiler                       # dtc, to validate --dump-dtb output

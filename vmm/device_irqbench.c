@@ -18,7 +18,8 @@ struct irqbench_params {
 
 struct irqbench_instance {
 	struct pci_irqbench dev;
-	const char *samples_path; /* checked at create, written when the run ends */
+	const char *samples_path; /* checked at create */
+	FILE *samples;		  /* made once the machine is built, written at the end */
 };
 
 static int irqbench_parse(struct device_spec *spec, char *arg, struct err *e)
@@ -52,19 +53,30 @@ static int irqbench_parse(struct device_spec *spec, char *arg, struct err *e)
 static void irqbench_destroy(void *state)
 {
 	struct irqbench_instance *b = state;
+	if (b->samples)
+		fclose(b->samples);
 	pci_irqbench_destroy(&b->dev);
 	free(b);
+}
+
+static int irqbench_built(const struct vm_device *d, struct err *e)
+{
+	struct irqbench_instance *b = d->state;
+	if (b->samples_path && !(b->samples = fopen(b->samples_path, "w")))
+		return err_set(e, ERR_INPUT, "--device irqbench samples=%s: %s", b->samples_path,
+			       strerror(errno));
+	return 0;
 }
 
 static void irqbench_run_ended(const struct vm_device *d, struct log *log)
 {
 	struct irqbench_instance *b = d->state;
-	if (!b->samples_path)
+	if (!b->samples)
 		return;
-	FILE *f = fopen(b->samples_path, "w");
-	bool ok = f && !pci_irqbench_write_samples(&b->dev, f);
-	if (f && fclose(f) != 0)
+	bool ok = !pci_irqbench_write_samples(&b->dev, b->samples);
+	if (fclose(b->samples) != 0)
 		ok = false;
+	b->samples = NULL;
 	if (!ok)
 		log_error(log, "--device irqbench: writing %s: %s", b->samples_path,
 			  strerror(errno));
@@ -128,5 +140,6 @@ const struct device_kind device_kind_irqbench = {
     .create = irqbench_create,
     .destroy = irqbench_destroy,
     .print_stats = irqbench_print_stats,
+    .built = irqbench_built,
     .run_ended = irqbench_run_ended,
 };

@@ -115,6 +115,14 @@ void vm_print_pci_stats(struct vm *vm, FILE *out)
 		vm->devices[i].kind->print_stats(&vm->devices[i], out);
 }
 
+int vm_devices_built(struct vm *vm, struct err *e)
+{
+	for (unsigned i = 0; i < vm->ndevices; i++)
+		if (vm->devices[i].kind->built && vm->devices[i].kind->built(&vm->devices[i], e))
+			return -1;
+	return 0;
+}
+
 void vm_devices_run_ended(struct vm *vm)
 {
 	for (unsigned i = 0; i < vm->ndevices; i++)

@@ -53,6 +53,10 @@ struct device_kind {
 			uint8_t slot, struct err *e);
 	void (*destroy)(void *state);
 	void (*print_stats)(const struct vm_device *d, FILE *out);
+	/* The machine is built, just before it runs: make the output files
+	 * (a failed set-up leaves none; the filters then forbid opening
+	 * files). 0, or -1 with an error. May be NULL. */
+	int (*built)(const struct vm_device *d, struct err *e);
 	/* The guest stopped (after a run, not after a failed set-up): write
 	 * what the run produced. May be NULL. */
 	void (*run_ended)(const struct vm_device *d, struct log *log);
@@ -67,6 +71,7 @@ const struct device_kind *device_kind_for_device_option(const char *name);
 int vm_create_pci(struct vm *vm, struct err *e);
 void vm_destroy_pci(struct vm *vm);
 void vm_print_pci_stats(struct vm *vm, FILE *out);
+int vm_devices_built(struct vm *vm, struct err *e);
 void vm_devices_run_ended(struct vm *vm);
 
 /* For kinds' parsers: "slot=S" (1..PCI_SLOTS-1) into spec->slot. 1 when

@@ -18,6 +18,7 @@ enum vmm_exit_code {
 	EXIT_TIMEOUT = 6,      /* --timeout expired */
 	EXIT_HOST = 8,	       /* host problem: /dev/kvm, capability, host I/O */
 	EXIT_INTERRUPTED = 10, /* SIGINT/SIGTERM or Ctrl-A x */
+	EXIT_SECCOMP = 12,     /* a system call the seccomp filter forbids */
 };
 
 /* ERR_INPUT -> 2, ERR_HOST (or no kind recorded) -> 8. */

@@ -61,6 +61,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	vmm_setup_signals();
+	/* The time zone is read now: under the seccomp filters no thread may
+	 * open /etc/localtime when the RTC first asks for local time. */
+	tzset();
 	struct vm *vm = calloc(1, sizeof(*vm));
 	if (!vm) {
 		fprintf(stderr, "vmm: out of memory\n");

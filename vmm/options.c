@@ -181,6 +181,16 @@ static int opt_intx_delivery(struct vm_options *o, char *arg, struct err *e)
 	return 0;
 }
 
+static int opt_seccomp(struct vm_options *o, char *arg, struct err *e)
+{
+	static const char *const modes[] = {"on", "off", NULL};
+	int m = pick("--seccomp", arg, modes, e);
+	if (m < 0)
+		return -1;
+	o->seccomp_off = m == 1;
+	return 0;
+}
+
 static int opt_stats(struct vm_options *o, char *arg, struct err *e)
 {
 	(void)arg;
@@ -259,6 +269,10 @@ static const struct option_def machine_options[] = {
      "KVM_IRQ_LINE",
      opt_intx_delivery},
     {"stats", 0, NULL, "print interrupt counts per line, pin and vector at exit", opt_stats},
+    {"seccomp", 0, "on|off",
+     "after set-up each thread runs under its own system-call allow-list (default on; a "
+     "call outside it stops the VMM, exit code 12); off for strace or gdb",
+     opt_seccomp},
     {"dump-dtb", 0, "FILE", "write the machine's flattened device tree to FILE", opt_dump_dtb},
     {"dtb", 0, NULL,
      "also give it to the guest (boot_params setup_data, SETUP_DTB); a kernel with CONFIG_OF "
@@ -456,7 +470,9 @@ void options_print_help(FILE *out, const char *argv0)
 		     "  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
 		     "  6    --timeout expired\n"
 		     "  8    host problem (no /dev/kvm, missing KVM capability, host I/O error)\n"
-		     "  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n");
+		     "  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n"
+		     "  12   the VMM made a system call its seccomp filter forbids (named on\n"
+		     "       stderr): a VMM bug or an attack\n");
 }
 
 char *options_kernel_cmdline(const struct vm_options *o)

@@ -58,6 +58,7 @@ struct vm_options {
 	int msi_delivery;  /* enum irq_msi_delivery */
 	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
 	bool stats;
+	bool seccomp_off;	   /* --seccomp off */
 	const char *guest_console; /* a device's console (hvc0) has stdin/out */
 	const char *dump_dtb;	   /* write the device tree here */
 	bool dtb;		   /* hand it to the guest (SETUP_DTB) */

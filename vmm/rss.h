@@ -4,7 +4,8 @@
 
 #include <stdint.h>
 
-/* KiB resident in every mapping except [base, base+len); -1 if unknown. */
-long rss_kib_excluding(const void *base, uint64_t len);
+/* KiB resident in every mapping except [base, base+len), read from an open
+ * /proc/self/smaps; -1 if unknown. */
+long rss_kib_excluding(int smaps_fd, const void *base, uint64_t len);
 
 #endif

@@ -321,6 +321,15 @@ static void *vcpu_thread(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), "vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
+	if (!v->vm->opts->seccomp_off) {
+		int ret = vmm_seccomp_apply(&v->vm->seccomp, VMM_THREAD_VCPU);
+		if (ret) {
+			log_error(&v->vm->log, "vCPU %u: cannot install its seccomp filter: %s",
+				  v->id, strerror(-ret));
+			vm_request_stop(v->vm, EXIT_HOST, "seccomp failed");
+			return NULL;
+		}
+	}
 	while (!vm_stopping(v->vm)) {
 		if (v->id == 0)
 			vm_note_first_run(v->vm);

@@ -12,6 +12,7 @@
 
 #include <asm/bootparam.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/kvm.h>
 #include <math.h>
 #include <signal.h>
@@ -175,7 +176,9 @@ static int vm_write_outputs(struct vm *vm, struct err *e)
 			return err_set(e, ERR_INPUT, "--dump-dtb %s: %s", o->dump_dtb,
 				       strerror(errno));
 	}
-	return o->console_log ? console_open_log(&vm->console, o->console_log, e) : 0;
+	if (o->console_log && console_open_log(&vm->console, o->console_log, e))
+		return -1;
+	return vm_devices_built(vm, e);
 }
 
 static int vm_load_guest(struct vm *vm, struct err *e)
@@ -366,6 +369,7 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	vm->start_ns = start_ns;
 	vm->kvm.dev_fd = vm->kvm.vm_fd = -1;
 	vm->wake_fd = vm->epoll_fd = vm->signal_fd = vm->timeout_fd = vm->panic_fd = -1;
+	vm->smaps_fd = -1;
 	atomic_init(&vm->exit_code, -1);
 	log_init(&vm->log,
 		 o->verbosity >= 2   ? LOG_DEBUG
@@ -417,6 +421,11 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 			return -1;
 	}
 	if (vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e))
+		return -1;
+	/* What the threads will need and may then no longer open. */
+	if (o->boot_timer)
+		vm->smaps_fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	if (!o->seccomp_off && vmm_seccomp_prepare(&vm->seccomp, e))
 		return -1;
 	return vm_write_outputs(vm, e);
 }
@@ -487,7 +496,7 @@ static void vm_report(struct vm *vm, int code)
 			fprintf(stderr,
 				"vmm: boot-timer: exec-to-first-KVM_RUN %llu us (from main())\n",
 				(unsigned long long)((first - vm->start_ns) / 1000));
-		long rss = rss_kib_excluding(vm->mem.base, vm->mem.ram_size);
+		long rss = rss_kib_excluding(vm->smaps_fd, vm->mem.base, vm->mem.ram_size);
 		if (rss >= 0)
 			fprintf(stderr, "vmm: boot-timer: VMM RSS excluding guest RAM %ld KiB\n",
 				rss);
@@ -505,6 +514,18 @@ int vm_run(struct vm *vm, struct err *e)
 			vm_request_stop(vm, EXIT_HOST, "vCPU start failed");
 			break;
 		}
+	/* The main thread is the I/O thread from here on: under its filter
+	 * (the vCPU threads put themselves under theirs). */
+	if (!vm->opts->seccomp_off) {
+		int ret = vmm_seccomp_apply(&vm->seccomp, VMM_THREAD_IO);
+		if (ret) {
+			log_error(&vm->log,
+				  "seccomp: cannot filter the main thread: %s (--seccomp off runs "
+				  "without)",
+				  strerror(-ret));
+			vm_request_stop(vm, EXIT_HOST, "seccomp failed");
+		}
+	}
 	vm_event_loop(vm);
 	atomic_store(&vm->stopping, true);
 	for (unsigned i = 0; i < vm->nvcpus; i++)
@@ -526,6 +547,9 @@ int vm_run(struct vm *vm, struct err *e)
 void vm_destroy(struct vm *vm)
 {
 	free(vm->dtb);
+	vmm_seccomp_free(&vm->seccomp);
+	if (vm->smaps_fd >= 0)
+		close(vm->smaps_fd);
 	/* Only what exists: a failure before the vCPUs leaves none to close. */
 	for (unsigned i = 0; i < vm->vcpus_created; i++)
 		vcpu_destroy(&vm->vcpus[i]);

@@ -12,6 +12,7 @@
 #include "device_registry.h"
 #include "kvm.h"
 #include "options.h"
+#include "seccomp.h"
 #include "vcpu.h"
 #include "vmm/base/bus.h"
 #include "vmm/base/guest_mem.h"
@@ -83,7 +84,9 @@ struct vm {
 	unsigned nvcpus;	/* the machine's (MP table, CPUID) */
 	unsigned vcpus_created; /* of those, created so far */
 	struct boot_result boot;
-	void *dtb; /* --dump-dtb: the blob, until it is written */
+	struct vmm_seccomp seccomp; /* the threads' filters, unless --seccomp off */
+	int smaps_fd;		    /* /proc/self/smaps for --boot-timer's RSS */
+	void *dtb;		    /* --dump-dtb: the blob, until it is written */
 	size_t dtb_len;
 
 	atomic_int exit_code; /* -1 while running */

@@ -75,19 +75,57 @@ static bool overlaps_guest(uint64_t lo, uint64_t hi)
 	return false;
 }
 
+/* Opened when the library loads, before the VMM runs: a VMM under a
+ * seccomp filter may not open files by the time of its first KVM_RUN. */
+static int smaps_fd = -1, comm_fd = -1, out_fd = -1;
+
+__attribute__((constructor)) static void shim_open(void)
+{
+	const char *out = getenv("KVMRUN_SHIM_OUT");
+	if (!out)
+		return;
+	smaps_fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	comm_fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	out_fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+/* All of an open /proc file, from its start, NUL-terminated (malloc). */
+static char *read_whole(int fd)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+	if (!buf || fd < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+		free(buf);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (len + 1 == cap) {
+			char *more = realloc(buf, cap *= 2);
+			if (!more)
+				break;
+			buf = more;
+		}
+	}
+	buf[len] = 0;
+	return buf;
+}
+
 static void report(uint64_t t_run)
 {
-	const char *out = getenv("KVMRUN_SHIM_OUT"), *exec_ns = getenv("KVMRUN_SHIM_EXEC_NS");
-	FILE *f = fopen("/proc/self/smaps", "re");
-	char line[512], comm[64] = "?", buf[512];
+	const char *exec_ns = getenv("KVMRUN_SHIM_EXEC_NS");
+	char comm[64] = "?", buf[512];
 	unsigned long total = 0, guest = 0;
 	bool in_guest = false;
 	double us = -1;
 
 	if (exec_ns && *exec_ns)
 		us = ((double)t_run - (double)strtoull(exec_ns, NULL, 10)) / 1000.0;
+	char *smaps = read_whole(smaps_fd), *save = NULL;
 	pthread_mutex_lock(&lock);
-	while (f && fgets(line, sizeof(line), f)) {
+	for (char *line = smaps ? strtok_r(smaps, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		unsigned long lo, hi, kib;
 		char *dash = strchr(line, '-'), *space = strchr(line, ' ');
 		if (dash && space && dash < space && sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
@@ -101,24 +139,19 @@ static void report(uint64_t t_run)
 		}
 	}
 	pthread_mutex_unlock(&lock);
-	if (f)
-		fclose(f);
-	FILE *c = fopen("/proc/self/comm", "re");
+	free(smaps);
+	char *c = read_whole(comm_fd);
 	if (c) {
-		if (fgets(comm, sizeof(comm), c))
-			comm[strcspn(comm, "\n\"\\")] = 0;
-		fclose(c);
+		snprintf(comm, sizeof(comm), "%s", c);
+		comm[strcspn(comm, "\n\"\\")] = 0;
+		free(c);
 	}
 	int n = snprintf(buf, sizeof(buf),
 			 "{\"exec_to_first_run_us\": %.1f, \"rss_kib\": %lu, \"rss_total_kib\": "
 			 "%lu, \"guest_kib\": %lu, \"slots\": %u, \"comm\": \"%s\"}\n",
 			 us, total - guest, total, guest, nranges, comm);
-	int fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		if (write(fd, buf, (size_t)n) != n)
-			perror("kvmrun_shim: write");
-		close(fd);
-	}
+	if (out_fd >= 0 && write(out_fd, buf, (size_t)n) != n)
+		perror("kvmrun_shim: write");
 }
 
 int ioctl(int fd, unsigned long req, ...)
