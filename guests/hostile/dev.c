@@ -54,9 +54,16 @@ uint64_t hdev_cfgirqs(const struct hdev *d)
 uint64_t irq_total(void)
 {
 	uint64_t n = 0;
-	for (unsigned v = 32; v < 256; v++)
-		if (v != IRQ_VEC_SPURIOUS)
+	for (unsigned v = 32; v < 256; v++) {
+		bool intx = false;
+		for (unsigned k = 0; k < HD_COUNT; k++)
+			intx |= H.dev[k].pin && v == H.dev[k].intx_vec;
+		if (v != IRQ_VEC_SPURIOUS && !intx)
 			n += irq_count(v);
+	}
+	for (unsigned k = 0; k < HD_COUNT; k++)
+		if (H.dev[k].pin)
+			n += H.dev[k].isr_q + H.dev[k].isr_cfg + H.dev[k].td_acked;
 	return n;
 }
 

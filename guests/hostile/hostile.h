@@ -144,7 +144,10 @@ void spin_us(uint64_t us);
  * configuration-change interrupts. */
 uint64_t hdev_qirqs(const struct hdev *d);
 uint64_t hdev_cfgirqs(const struct hdev *d);
-/* All interrupts since boot, on every vector. */
+/* All interrupts since boot, on every vector; for an INTx pin only those
+ * that found their device pending: on our hosts a level-triggered pin is
+ * sent once more after each interrupt, finding nothing (guests/README.md,
+ * "Running pcitest"), and such a re-delivery may come late. */
 uint64_t irq_total(void);
 /* INTx set-up from the MP table, MSI-X enable (once, at start). */
 bool hdev_setup_irq(struct hdev *d);
