@@ -152,6 +152,17 @@ static bool range_hits_ram(const struct guest_mem *m, uint64_t base, uint64_t si
 	return false;
 }
 
+static const struct pci_reserved *range_hits_reserved(const struct pci_bus *b, uint64_t base,
+						      uint64_t size)
+{
+	for (int i = 0; i < PCI_MAX_RESERVED; i++) {
+		const struct pci_reserved *r = &b->reserved[i];
+		if (r->size && base < r->base + r->size && r->base < base + size)
+			return r;
+	}
+	return NULL;
+}
+
 static void bar_unmap(struct pci_device *d, int idx)
 {
 	struct pci_bar *bar = &d->bars[idx];
@@ -185,6 +196,15 @@ static void bar_update(struct pci_device *d, int idx)
 		log_guest_warn(d->bus->log, &d->bar_warnings,
 			       "%s: BAR%d at 0x%llx overlaps guest RAM; left unmapped", d->name,
 			       idx, (unsigned long long)addr);
+		return;
+	}
+	const struct pci_reserved *r = io ? NULL : range_hits_reserved(d->bus, addr, bar->size);
+	if (r) {
+		log_guest_warn(d->bus->log, &d->bar_warnings,
+			       "%s: BAR%d at 0x%llx (size 0x%llx) overlaps the %s at 0x%llx; left "
+			       "unmapped",
+			       d->name, idx, (unsigned long long)addr,
+			       (unsigned long long)bar->size, r->name, (unsigned long long)r->base);
 		return;
 	}
 	struct bus *b = io ? d->bus->pio : d->bus->mmio;
@@ -405,6 +425,7 @@ int pci_bus_init(struct pci_bus *b, const struct pci_bus_env *env)
 	b->mmio_end = env->window.mmio_end;
 	b->io_next = env->window.io_start;
 	b->io_end = env->window.io_end;
+	memcpy(b->reserved, env->window.reserved, sizeof(b->reserved));
 	/* Host bridge: Linux's conf1 sanity check looks for class 0x0600. */
 	pci_device_init(&b->host_bridge, "host-bridge", 0x8086, 0x29C0, 0x060000, 0);
 	int ret = pci_bus_add_device(b, &b->host_bridge, 0, 0);

@@ -8,8 +8,9 @@
  * address in the PCI hole and turns decoding on. After that the guest owns
  * the BARs: writes are always latched, sizing with all-ones works, and a
  * BAR is on the bus only while its decoding is on and its value is not the
- * sizing pattern. A guest move re-maps it; overlap with RAM or another
- * range is refused, logged, and leaves that BAR unmapped.
+ * sizing pattern. A guest move re-maps it; overlap with RAM, another range
+ * or a range the machine reserves (the LAPIC, the IOAPIC) is refused,
+ * logged, and leaves that BAR unmapped.
  */
 #ifndef DEVICES_PCI_H
 #define DEVICES_PCI_H
@@ -79,6 +80,15 @@ struct pci_device {
 	pthread_mutex_t lock;  /* config space and BAR state */
 };
 
+/* Guest-physical memory the machine serves without the VMM's MMIO bus
+ * (KVM's in-kernel LAPIC and IOAPIC, its TSS pages): a BAR there would be
+ * partly shadowed, so a guest move onto one is refused like one onto RAM. */
+#define PCI_MAX_RESERVED 4
+struct pci_reserved {
+	uint64_t base, size; /* size 0: unused */
+	const char *name;
+};
+
 struct pci_bus {
 	struct pci_device *slots[PCI_SLOTS];
 	struct pci_device host_bridge;
@@ -90,13 +100,16 @@ struct pci_bus {
 	struct log *log;
 	uint64_t mmio_next, mmio_end;
 	uint64_t io_next, io_end;
+	struct pci_reserved reserved[PCI_MAX_RESERVED];
 };
 
-/* Where firmware places BARs: the machine's policy (vmm/layout.h), given
- * to the bus so devices/ knows no machine layout. Ends are exclusive. */
+/* Where firmware places BARs and where no BAR may go: the machine's policy
+ * (vmm/layout.h), given to the bus so devices/ knows no machine layout.
+ * Ends are exclusive. */
 struct pci_window {
 	uint64_t mmio_start, mmio_end;
 	uint64_t io_start, io_end;
+	struct pci_reserved reserved[PCI_MAX_RESERVED];
 };
 
 /* What the bus works with; all of it outlives the bus. */

@@ -197,6 +197,15 @@ static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 		return;
 	}
 	uint8_t old = vp->status;
+	/* 2.1.1: "The driver MUST NOT clear a device status bit" (but by
+	 * writing 0). A write that does is a broken driver: the bits stay,
+	 * the device needs a reset (2.1.2). NEEDS_RESET is the device's bit. */
+	if ((old & (uint8_t)~VIRTIO_CONFIG_S_NEEDS_RESET) & (uint8_t)~v) {
+		char why[64];
+		snprintf(why, sizeof(why), "device status 0x%02x written over 0x%02x", v, old);
+		vp_needs_reset_locked(&vp->transport, why);
+		return;
+	}
 	if ((v & VIRTIO_CONFIG_S_FEATURES_OK) && !(old & VIRTIO_CONFIG_S_FEATURES_OK)) {
 		/* 3.1.1: accept only a subset of what we offered, with VERSION_1
 		 * (Linux requires it; we offer no legacy interface). */

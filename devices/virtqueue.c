@@ -72,6 +72,19 @@ static void desc_read(const struct virtq *q, uint64_t table, uint32_t i, struct 
 	memcpy(d, guest_mem_ptr(q->mem, table + (uint64_t)i * DESC_SIZE, DESC_SIZE), DESC_SIZE);
 }
 
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* Whether [addr, addr+len), known to be RAM, touches one of q's rings. */
+static bool hits_rings(const struct virtq *q, uint64_t addr, uint32_t len)
+{
+	return overlaps(addr, len, q->desc_addr, (uint64_t)q->size * DESC_SIZE) ||
+	       overlaps(addr, len, q->avail_addr, avail_bytes(q->size, q->event_idx)) ||
+	       overlaps(addr, len, q->used_addr, used_bytes(q->size, q->event_idx));
+}
+
 static int elem_add(const struct virtq *q, struct virtq_elem *e, const struct desc *d)
 {
 	bool write = d->flags & VRING_DESC_F_WRITE;
@@ -80,6 +93,15 @@ static int elem_add(const struct virtq *q, struct virtq_elem *e, const struct de
 	void *host = guest_mem_ptr(q->mem, d->addr, d->len);
 	if (!host)
 		return VIRTQ_ERR_ADDR;
+	/* 2.7.5: "Drivers MUST NOT add a descriptor chain longer than 2^32
+	 * bytes in total" (a used len could not say how much was written). */
+	if (e->out_len + e->in_len + d->len > (1ULL << 32))
+		return VIRTQ_ERR_TOO_LONG;
+	/* The descriptor table and the available ring are only written by the
+	 * driver (2.7.5, 2.7.6), the used ring holds the device's used entries
+	 * (2.7.8): a buffer the device would write over them is refused. */
+	if (write && hits_rings(q, d->addr, d->len))
+		return VIRTQ_ERR_OVERLAP;
 	/* 2.7.4.2: device-readable descriptors come before device-writable. */
 	if (!write && e->nin)
 		return VIRTQ_ERR_ORDER;
@@ -216,6 +238,8 @@ const char *virtq_error_name(int err)
 	case VIRTQ_ERR_INDIRECT: return "invalid indirect descriptor table";
 	case VIRTQ_ERR_ORDER: return "device-readable descriptor after a device-writable one";
 	case VIRTQ_ERR_RING: return "ring not configured or outside guest RAM";
+	case VIRTQ_ERR_TOO_LONG: return "descriptor chain longer than 2^32 bytes";
+	case VIRTQ_ERR_OVERLAP: return "device-writable buffer over the queue's own rings";
 	default: return "no error";
 	}
 }

@@ -4,7 +4,10 @@
  * RAM through the one translation (vmm/guest_mem.h) before use; chains are
  * bounded by the queue size; `next` must be in range; an indirect table may
  * not contain another, nor be chained; an avail index more than queue-size
- * ahead is an error. Errors are returned, never fatal: the transport marks
+ * ahead is an error; so are a chain longer than 2^32 bytes in all (2.7.5)
+ * and a device-writable buffer over the queue's own rings (the device
+ * would write where only the driver writes, 2.7.5, 2.7.6, or into its own
+ * used entries, 2.7.8). Errors are returned, never fatal: the transport marks
  * the device NEEDS_RESET (section 2.1.2) and the VMM keeps running.
  * VIRTIO_F_EVENT_IDX (2.7.7/2.7.10) and VIRTIO_F_INDIRECT_DESC (2.7.5.3).
  */
@@ -32,6 +35,8 @@ enum virtq_error {
 	VIRTQ_ERR_INDIRECT = -6,  /* bad indirect table */
 	VIRTQ_ERR_ORDER = -7,	  /* device-readable after device-writable */
 	VIRTQ_ERR_RING = -8,	  /* ring itself not in RAM */
+	VIRTQ_ERR_TOO_LONG = -9,  /* chain longer than 2^32 bytes */
+	VIRTQ_ERR_OVERLAP = -10,  /* device-writable buffer over the queue's rings */
 };
 
 struct virtq {

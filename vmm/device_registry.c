@@ -73,12 +73,13 @@ int vm_create_pci(struct vm *vm, struct err *e)
 {
 	const struct vm_options *o = vm->opts;
 	const struct pci_bus_env env = {
-	    &vm->pio,
-	    &vm->mmio,
-	    &vm->mem,
-	    &vm->irq,
-	    &vm->log,
-	    {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END, LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END}};
+	    .pio = &vm->pio,
+	    .mmio = &vm->mmio,
+	    .mem = &vm->mem,
+	    .irq = &vm->irq,
+	    .log = &vm->log,
+	    .window = LAYOUT_PCI_WINDOW,
+	};
 	int ret = pci_bus_init(&vm->pci, &env);
 	if (ret)
 		return err_set(e, ERR_HOST, "cannot set up the PCI bus: %s", strerror(-ret));

@@ -2,6 +2,7 @@
 
 #include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"
+#include "vmm/layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define KVM_TSS_ADDR	   0xFFFBD000UL /* 3 pages below the BIOS area, in the hole */
-#define KVM_IDENT_MAP_ADDR 0xFFFBC000ULL
-#define CPUID_MAX_ENTRIES  256
+#define CPUID_MAX_ENTRIES 256
 
 static const struct {
 	int cap;
@@ -113,9 +112,9 @@ int kvm_create_vm(struct kvm *k, struct guest_mem *m, struct err *e)
 	if (k->vm_fd < 0)
 		return err_set(e, ERR_HOST, "KVM_CREATE_VM failed: %s", strerror(errno));
 	/* Intel needs these below 4 GiB, outside RAM; harmless elsewhere. */
-	if (ioctl(k->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR) < 0)
+	if (ioctl(k->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)LAYOUT_KVM_TSS) < 0)
 		return err_set(e, ERR_HOST, "KVM_SET_TSS_ADDR failed: %s", strerror(errno));
-	uint64_t ident = KVM_IDENT_MAP_ADDR;
+	uint64_t ident = LAYOUT_KVM_IDENT_MAP;
 	ioctl(k->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &ident);
 	if (ioctl(k->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		return err_set(e, ERR_HOST, "KVM_CREATE_IRQCHIP failed: %s", strerror(errno));

@@ -11,7 +11,8 @@
  *   0x000F0000  MP floating pointer + table (F segment)
  *   0x00100000  kernel (its pref_address or 1 MiB), then initrd near the top
  *   0xC0000000  MMIO hole: boot timer page (0xC0000000),
- *               PCI BAR window 0xD0000000-0xEFFFFFFF, IOAPIC, LAPIC
+ *               PCI BAR window 0xD0000000-0xEFFFFFFF, IOAPIC, LAPIC,
+ *               KVM's identity-map and TSS pages (0xFFFBC000-0xFFFBFFFF)
  *   0x100000000 RAM above 4 GiB, when --memory exceeds 3 GiB
  */
 #ifndef VMM_LAYOUT_H
@@ -41,6 +42,28 @@
 #define LAYOUT_PCI_IO_END     0x10000ULL
 
 #define LAYOUT_IOAPIC_BASE 0xFEC00000ULL
+#define LAYOUT_IOAPIC_SIZE 0x1000ULL
 #define LAYOUT_LAPIC_BASE  0xFEE00000ULL
+#define LAYOUT_LAPIC_SIZE  0x1000ULL
+
+/* KVM_SET_IDENTITY_MAP_ADDR (one page) and KVM_SET_TSS_ADDR (three), 3
+ * pages below the BIOS area, in the hole. */
+#define LAYOUT_KVM_IDENT_MAP	0xFFFBC000ULL
+#define LAYOUT_KVM_TSS		0xFFFBD000ULL
+#define LAYOUT_KVM_PRIVATE_SIZE 0x4000ULL
+
+/* The PCI window and what the machine serves itself, where no guest BAR
+ * may go: the initializer of a struct pci_window (devices/pci.h). */
+#define LAYOUT_PCI_WINDOW                                                                          \
+	{                                                                                          \
+		LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END, LAYOUT_PCI_IO_START,                   \
+		    LAYOUT_PCI_IO_END,                                                             \
+		{                                                                                  \
+			{LAYOUT_IOAPIC_BASE, LAYOUT_IOAPIC_SIZE, "IOAPIC"},                        \
+			    {LAYOUT_LAPIC_BASE, LAYOUT_LAPIC_SIZE, "LAPIC"},                       \
+			    {LAYOUT_KVM_IDENT_MAP, LAYOUT_KVM_PRIVATE_SIZE,                        \
+			     "KVM TSS and identity map"},                                          \
+		}                                                                                  \
+	}
 
 #endif

@@ -80,12 +80,13 @@ int main(int argc, char **argv)
 		return fail("COM1 registration");
 	/* A virtio-pci device on the machine's PCI bus, BARs placed. */
 	const struct pci_bus_env env = {
-	    &vm->pio,
-	    &vm->mmio,
-	    &vm->mem,
-	    &vm->irq,
-	    &vm->log,
-	    {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END, LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END}};
+	    .pio = &vm->pio,
+	    .mmio = &vm->mmio,
+	    .mem = &vm->mem,
+	    .irq = &vm->irq,
+	    .log = &vm->log,
+	    .window = LAYOUT_PCI_WINDOW,
+	};
 	struct virtio_host host = {.log = &vm->log};
 	if (pci_bus_init(&vm->pci, &env))
 		return fail("PCI bus");

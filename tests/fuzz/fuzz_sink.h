@@ -53,7 +53,6 @@ static const struct irq_sink_ops rec_ops = {
 };
 
 /* The machine's BAR window (vmm/layout.h), as ./vmm places BARs. */
-static const struct pci_window fuzz_pci_window = {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END,
-						  LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END};
+static const struct pci_window fuzz_pci_window = LAYOUT_PCI_WINDOW;
 
 #endif

@@ -19,8 +19,7 @@
 #include <stdint.h>
 
 /* The machine's BAR window (vmm/layout.h), so placements match ./vmm's. */
-static const struct pci_window rig_pci_window = {LAYOUT_PCI_MMIO_START, LAYOUT_PCI_MMIO_END,
-						 LAYOUT_PCI_IO_START, LAYOUT_PCI_IO_END};
+static const struct pci_window rig_pci_window = LAYOUT_PCI_WINDOW;
 
 #define MiB (1024ULL * 1024ULL)
 #define GiB (1024ULL * MiB)

@@ -430,6 +430,36 @@ START_TEST(test_bar_move_onto_ram_is_refused_and_unmapped)
 }
 END_TEST
 
+START_TEST(test_bar_move_onto_lapic_or_ioapic_is_refused)
+{
+	/* The LAPIC and IOAPIC pages (and KVM's TSS and identity-map pages)
+	 * are served by KVM before any exit reaches the VMM's bus: a BAR over
+	 * one would be half shadowed. Refused like a BAR over RAM. */
+	uint64_t a = rig_bar_addr(&rig, SLOT, 0);
+	static const uint32_t at[] = {(uint32_t)LAYOUT_LAPIC_BASE, (uint32_t)LAYOUT_IOAPIC_BASE,
+				      0xFFFBD000u};
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		conf1_write(&rig, 0, SLOT, 0, 0x10, 4, at[i]);
+		ck_assert_uint_eq(cfg_rd(&rig, SLOT, 0x10, 4), at[i]); /* latched */
+		ck_assert_msg(!mmio_claimed(at[i]), "BAR0 mapped at 0x%x", at[i]);
+		ck_assert(!mmio_claimed(a));
+	}
+	ck_assert_ptr_nonnull(strstr(pci_rig_log(&rig), "LAPIC"));
+	ck_assert_ptr_nonnull(strstr(pci_rig_log(&rig), "IOAPIC"));
+	/* The page just below the LAPIC is nobody's. */
+	conf1_write(&rig, 0, SLOT, 0, 0x10, 4, (uint32_t)LAYOUT_LAPIC_BASE - 0x1000u);
+	ck_assert_uint_eq(mmio_rd32(&rig, LAYOUT_LAPIC_BASE - 0x1000), TESTDEV_MAGIC);
+	/* MSI-X BAR1 (8 KiB) from below onto the IOAPIC page. */
+	uint64_t b1 = rig_bar_addr(&rig, SLOT, 1);
+	conf1_write(&rig, 0, SLOT, 0, 0x14, 4, (uint32_t)LAYOUT_IOAPIC_BASE);
+	ck_assert(!mmio_claimed(LAYOUT_IOAPIC_BASE + 0x1000));
+	conf1_write(&rig, 0, SLOT, 0, 0x14, 4, (uint32_t)b1);
+	conf1_write(&rig, 0, SLOT, 0, 0x10, 4, (uint32_t)a);
+	ck_assert_uint_eq(mmio_rd32(&rig, a), TESTDEV_MAGIC);
+	ck_assert(mmio_claimed(b1));
+}
+END_TEST
+
 START_TEST(test_bar_move_onto_other_bar_is_refused)
 {
 	struct pci_testdev *a = pci_rig_add(&rig, 1, 4), *b = pci_rig_add(&rig, 2, 8);
@@ -601,6 +631,7 @@ static Suite *pci_config_suite(void)
 	tcase_add_test(t, test_memory_decode_off_unmaps_bars);
 	tcase_add_test(t, test_bar_move_maps_new_and_unmaps_old);
 	tcase_add_test(t, test_bar_move_onto_ram_is_refused_and_unmapped);
+	tcase_add_test(t, test_bar_move_onto_lapic_or_ioapic_is_refused);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("bars_multi");

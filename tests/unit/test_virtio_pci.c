@@ -518,6 +518,39 @@ START_TEST(test_status_zero_resets)
 }
 END_TEST
 
+START_TEST(test_status_write_clearing_bits_needs_reset)
+{
+	/* 2.1.1: "The driver MUST NOT clear a device status bit" (writing 0
+	 * is a reset, not a clear). A write that clears one is a broken
+	 * driver: the device keeps its bits and sets NEEDS_RESET (2.1.2), with
+	 * a configuration change interrupt once DRIVER_OK was set; it must not
+	 * end up live without DRIVER_OK or FEATURES_OK. */
+	bring_up(&v, ring);
+	unsigned activated = pr[0].activated;
+	vpv_set_status(&v, 0x03);
+	ck_assert_uint_eq(vpv_status(&v), 0x0F | VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_uint_eq(vpv_isr(&v) & 0x2, 0x2); /* 4.1.4.5: configuration change */
+	post(&ring[0], 0, 8);
+	kick(&v, 0);
+	ck_assert_uint_eq(pr[0].notified[0], 0);
+	vpv_set_status(&v, 0x0F); /* setting the bits again brings nothing back */
+	ck_assert_uint_eq(vpv_status(&v), 0x0F | VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_uint_eq(pr[0].activated, activated);
+
+	/* Before DRIVER_OK: FEATURES_OK and DRIVER cleared; no interrupt. */
+	ck_assert(vpv_negotiate(&v, F_V1));
+	vpv_set_status(&v, VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	ck_assert_uint_eq(vpv_status(&v), 0x0B | VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_uint_eq(vpv_isr(&v), 0);
+
+	/* Adding bits, or writing the same ones, is no clear. */
+	ck_assert(vpv_negotiate(&v, F_V1));
+	vpv_set_status(&v, 0x0B);
+	vpv_set_status(&v, 0x0B | VIRTIO_CONFIG_S_FAILED);
+	ck_assert_uint_eq(vpv_status(&v), 0x0B | VIRTIO_CONFIG_S_FAILED);
+}
+END_TEST
+
 /* ---- running the device ---- */
 
 START_TEST(test_notify_runs_device_only_after_driver_ok)
@@ -799,6 +832,7 @@ static Suite *virtio_pci_suite(void)
 	tcase_add_test(t, test_bad_ring_placement_at_enable_needs_reset);
 	tcase_add_test(t, test_missing_queue_has_size_zero);
 	tcase_add_test(t, test_status_zero_resets);
+	tcase_add_test(t, test_status_write_clearing_bits_needs_reset);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("operation");

@@ -426,6 +426,113 @@ START_TEST(test_chain_longer_than_max_queue_through_indirect_rejected)
 }
 END_TEST
 
+/* ---- buffers a hostile driver offers (2.7.5, 2.7.6, 2.7.8) ---- */
+
+/* A fresh ring at RING, with or without EVENT_IDX. */
+static void reinit(bool event_idx)
+{
+	vrd_layout(&vr, ram.buf, QS, RING);
+	ck_assert_int_eq(virtq_init(&q, &ram.m, QS, QS, vr.desc, vr.avail, vr.used, event_idx),
+			 VIRTQ_OK);
+}
+
+START_TEST(test_writable_buffer_over_own_rings_rejected)
+{
+	/* The device writes a device-writable buffer. Over the descriptor
+	 * table or the available ring it would write where only the driver
+	 * writes (2.7.5, 2.7.6: "only written by the driver"); over the used
+	 * ring it would mix data into its own used entries (2.7.8). */
+	const struct {
+		uint64_t addr;
+		uint32_t len;
+	} bad[] = {
+	    {vr.desc, 16},		   /* the chain's own descriptor */
+	    {vr.desc + 16 * QS - 8, 16},   /* the table's end and past it */
+	    {vr.desc - 8, 9},		   /* its first byte */
+	    {vr.avail, 2},		   /* avail flags */
+	    {vr.avail + 4, 2 * QS},	   /* the available ring */
+	    {vr.used, 4},		   /* used flags and idx */
+	    {vr.used + 4 + 8 * QS - 1, 1}, /* the used ring's last byte */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		reinit(false);
+		post1(0, bad[i].addr, bad[i].len, true);
+		ck_assert_msg(virtq_pop(&q, &e) < 0, "writable buffer %zu at 0x%llx+%u accepted", i,
+			      (unsigned long long)bad[i].addr, bad[i].len);
+		ck_assert_uint_eq(vrd_used_idx(&vr), 0);
+	}
+	/* Also as the second buffer of a chain, and inside an indirect table. */
+	reinit(false);
+	const struct vbuf b[] = {{BUF, 16, false}, {vr.used, 8, true}};
+	vrd_chain(&vr, 0, b, 2);
+	vrd_publish(&vr, 0);
+	ck_assert_int_lt(virtq_pop(&q, &e), 0);
+	reinit(false);
+	vrd_table(ram.buf, TABLE, b, 2);
+	post_indirect(0, TABLE, 2 * 16, 0);
+	ck_assert_int_lt(virtq_pop(&q, &e), 0);
+	/* With EVENT_IDX, used_event follows the available ring (2.7.10). */
+	reinit(true);
+	post1(0, vr.avail + 4 + 2 * QS, 2, true);
+	ck_assert_int_lt(virtq_pop(&q, &e), 0);
+}
+END_TEST
+
+START_TEST(test_buffers_beside_or_reading_the_rings_accepted)
+{
+	/* Device-readable buffers may be any driver memory, the rings too;
+	 * writable ones right next to the rings are fine. */
+	post1(0, vr.desc, 16 * QS, false);
+	ck_assert_int_eq(virtq_pop(&q, &e), 1);
+	post1(1, vr.avail, 4 + 2 * QS, false);
+	ck_assert_int_eq(virtq_pop(&q, &e), 1);
+	post1(2, vr.desc - 8, 8, true);
+	ck_assert_int_eq(virtq_pop(&q, &e), 1);
+	post1(3, vr.avail + 4 + 2 * QS, 2, true); /* used_event: not there without EVENT_IDX */
+	ck_assert_int_eq(virtq_pop(&q, &e), 1);
+	post1(4, vr.used + 4 + 8 * QS, 64, true);
+	ck_assert_int_eq(virtq_pop(&q, &e), 1);
+}
+END_TEST
+
+START_TEST(test_chain_longer_than_4_gib_rejected)
+{
+	/* 2.7.5: "Drivers MUST NOT add a descriptor chain longer than 2^32
+	 * bytes in total" (and a used len could not say how much was
+	 * written). 256 buffers of 16 MiB, each inside RAM, are exactly
+	 * 2^32 bytes: accepted; one byte more is refused, written or read. */
+	static struct vring_drv big;
+	static struct virtq bq;
+	const uint16_t n = 512;
+	const uint32_t mib16 = 16 << 20;
+	vrd_layout(&big, ram.buf, n, 0x200000);
+	ck_assert_int_eq(virtq_init(&bq, &ram.m, n, n, big.desc, big.avail, big.used, false), 0);
+	for (unsigned i = 0; i < 256; i++)
+		vrd_desc(&big, i, 0, mib16, (uint16_t)(i < 255 ? VQ_NEXT : 0), (uint16_t)(i + 1));
+	vrd_publish(&big, 0);
+	ck_assert_int_eq(virtq_pop(&bq, &e), 1);
+	ck_assert_uint_eq(e.out_len, 1ULL << 32);
+
+	vrd_desc(&big, 255, 0, mib16, VQ_NEXT, 256);
+	vrd_desc(&big, 256, BUF, 1, 0, 0);
+	vrd_publish(&big, 0);
+	ck_assert_int_lt(virtq_pop(&bq, &e), 0);
+
+	/* Device-writable: 8 MiB buffers in the upper half of RAM, clear of
+	 * the rings, 513 of them through an indirect table. */
+	vrd_layout(&big, ram.buf, 1024, 0x200000);
+	ck_assert_int_eq(virtq_init(&bq, &ram.m, 1024, 1024, big.desc, big.avail, big.used, false),
+			 0);
+	const uint64_t table = 0x400000;
+	for (unsigned i = 0; i < 513; i++)
+		vrd_desc_at(ram.buf, table, i, 8 << 20, 8 << 20,
+			    (uint16_t)(VQ_WRITE | (i < 512 ? VQ_NEXT : 0)), (uint16_t)(i + 1));
+	vrd_desc(&big, 0, table, 16 * 513, VQ_INDIRECT, 0);
+	vrd_publish(&big, 0);
+	ck_assert_int_lt(virtq_pop(&bq, &e), 0);
+}
+END_TEST
+
 /* ---- used ring (2.7.8) ---- */
 
 START_TEST(test_push_writes_id_len_and_bumps_idx)
@@ -626,6 +733,13 @@ static Suite *virtqueue_suite(void)
 	tcase_add_test(t, test_indirect_loop_rejected);
 	tcase_add_test(t, test_indirect_readable_after_writable_rejected);
 	tcase_add_test(t, test_chain_longer_than_max_queue_through_indirect_rejected);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("hostile_buffers");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, test_writable_buffer_over_own_rings_rejected);
+	tcase_add_test(t, test_buffers_beside_or_reading_the_rings_accepted);
+	tcase_add_test(t, test_chain_longer_than_4_gib_rejected);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("used");

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Runs guests/hostile under ./vmm and checks what it and the VMM report.
+
+Usage:
+  hostile_test.py --vmm VMM --kernel hostile.bzImage [--mode msix|intx] [--sectors N]
+
+Makes a disk image of N 512-byte sectors (byte i = (i * 131 + (i >> 9) * 7 + 3)
+& 0xFF, the pattern the guest reads back), opened with O_DIRECT where the
+file system allows it (so a reset really meets reads in flight), and boots the
+guest with that disk, virtio-rng and a testdev, MSI-X or --irq-mode intx, with
+--stats. Passes when:
+  - the VMM exits 0 (the guest reset the machine after "hostile: all N cases
+    passed"), N >= 15, one "hostile: ok" line per case and no "hostile: FAIL";
+  - the VMM's "broken" counters (--stats) of virtio-blk and virtio-rng equal
+    the NEEDS_RESET states the guest saw ("hostile: needs-reset seen: blk N,
+    rng M"), and both rose;
+  - the VMM logged that it refused BARs over RAM, the LAPIC and the IOAPIC;
+  - the disk image is as long as before and holds the host's pattern
+    everywhere but the scratch sector the guest writes (sectors - 16).
+Without a usable /dev/kvm it prints why and exits 77 (skipped).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmm_test import kvm_usable  # noqa: E402
+
+SECTOR = 512
+MIN_CASES = 15
+
+
+def host_pattern(nbytes):
+    return bytes((i * 131 + (i >> 9) * 7 + 3) & 0xFF for i in range(nbytes))
+
+
+def direct_ok(path):
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vmm", required=True)
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--mode", choices=["msix", "intx"], default="msix")
+    ap.add_argument("--sectors", type=int, default=4096)
+    ap.add_argument("--wall-timeout", type=float, default=240)
+    a = ap.parse_args()
+
+    why = kvm_usable()
+    if why:
+        print(f"SKIP: /dev/kvm is not usable here ({why}); this test boots a guest")
+        return 77
+
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "hostile-disk.img")
+        original = host_pattern(a.sectors * SECTOR)
+        with open(path, "wb") as f:
+            f.write(original)
+        direct = direct_ok(path)
+        keys = f"hostile.sectors={a.sectors}" + (" hostile.expect=intx" if a.mode == "intx" else "")
+        cmd = [a.vmm, "--kernel", a.kernel, "--memory", "512",
+               "--disk", path + (",direct" if direct else ""), "--rng", "--device", "testdev",
+               "--stats", "--timeout", "120", "--cmdline", keys]
+        if a.mode == "intx":
+            cmd += ["--irq-mode", "intx"]
+        print("running:", " ".join(cmd), flush=True)
+        if not direct:
+            print("note: O_DIRECT does not work in", tmp, "- the disk is opened without it")
+        try:
+            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=a.wall_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"FAIL: vmm did not finish within {a.wall_timeout} s")
+            return 1
+        with open(path, "rb") as f:
+            image = f.read()
+
+    out = p.stdout.decode(errors="replace")
+    err = p.stderr.decode(errors="replace")
+    print("--- console ---\n" + out + "--- stderr ---\n" + err + "---", flush=True)
+
+    if p.returncode != 0:
+        failures.append(f"exit code {p.returncode}, expected 0 (the guest resets when all passed)")
+    m = re.search(r"^hostile: all (\d+) cases passed$", out, re.M)
+    ok_lines = len(re.findall(r"^hostile: ok   \S+$", out, re.M))
+    if not m:
+        failures.append("console lacks 'hostile: all N cases passed'")
+    elif int(m.group(1)) < MIN_CASES or ok_lines != int(m.group(1)):
+        failures.append(f"{m.group(1)} cases passed, {ok_lines} ok lines; expected >= {MIN_CASES}, equal")
+    for line in re.findall(r"^hostile: FAIL .*$", out, re.M):
+        failures.append(line)
+
+    seen = re.search(r"^hostile: needs-reset seen: blk (\d+), rng (\d+)$", out, re.M)
+    if not seen:
+        failures.append("console lacks 'hostile: needs-reset seen: ...'")
+    else:
+        for name, want in (("blk", int(seen.group(1))), ("rng", int(seen.group(2)))):
+            st = re.search(rf"^vmm: stats: virtio-{name}\d* \(slot \d+\): notifies \d+, "
+                           rf"interrupts \d+, broken (\d+)$", err, re.M)
+            if not st:
+                failures.append(f"stderr lacks the --stats line of virtio-{name}")
+            elif int(st.group(1)) != want or want == 0:
+                failures.append(f"virtio-{name}: the VMM counted broken {st.group(1)}, the guest "
+                                f"saw NEEDS_RESET {want} times (both must agree and be > 0)")
+            else:
+                print(f"virtio-{name}: broken {want}, as the guest saw")
+
+    for rx in (r"BAR0 at 0x[0-9a-f]+ overlaps guest RAM; left unmapped",
+               r"BAR0 at 0xfee00000 \(size 0x[0-9a-f]+\) overlaps the LAPIC",
+               r"BAR0 at 0xfec00000 \(size 0x[0-9a-f]+\) overlaps the IOAPIC"):
+        if not re.search(rx, err):
+            failures.append(f"stderr lacks /{rx}/")
+
+    scratch = a.sectors - 16
+    want = bytearray(original)
+    if len(image) != len(want):
+        failures.append(f"the disk image is {len(image)} bytes, was {len(want)}")
+    else:
+        want[scratch * SECTOR:(scratch + 1) * SECTOR] = image[scratch * SECTOR:(scratch + 1) * SECTOR]
+        if image != bytes(want):
+            i = next(k for k in range(len(want)) if image[k] != want[k])
+            failures.append(f"the disk changed outside the scratch sector {scratch}: first at "
+                            f"byte {i} (sector {i // SECTOR})")
+        else:
+            print(f"disk image: unchanged but for scratch sector {scratch}")
+
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
