@@ -2,6 +2,7 @@
 
 #include "net_tap.h"
 #include "vmm/base/err.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <linux/virtio_net.h>
@@ -139,8 +140,18 @@ static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 {
 	struct virtio_net *n = ctx;
 	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(n->tap_fd, e->out, (int)e->nout) < 0) {
-		if (e->out_len >= VIRTIO_NET_HDR_LEN)
+		if (e->out_len >= VIRTIO_NET_HDR_LEN) {
+			int err = errno;
 			net_note_tap_error(n);
+			/* Said once (a down link fails every frame); --stats counts. */
+			if (!n->tx_warned && !n->tap_gone)
+				log_warn(n->log,
+					 "virtio-net: sending to tap %s failed: %s%s (further "
+					 "failures are counted in --stats tx-errors)",
+					 n->ifname, strerror(err),
+					 err == EIO ? " (is the link down?)" : "");
+			n->tx_warned = true;
+		}
 		atomic_fetch_add(&n->tx_errors, 1);
 	} else {
 		atomic_fetch_add(&n->tx_frames, 1);
@@ -197,17 +208,19 @@ static const struct virtio_dev_ops net_ops = {
     .reset = net_reset,
 };
 
-int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct err *e)
+int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct log *log,
+		    struct err *e)
 {
 	memset(n, 0, sizeof(*n));
 	n->tap_fd = -1;
+	n->log = log;
 	n->vdev.ops = &net_ops;
 	n->vdev.priv = n;
 	n->elem = malloc(sizeof(*n->elem));
 	n->frame = malloc(VIRTIO_NET_FRAME_MAX);
 	if (!n->elem || !n->frame)
 		return err_set(e, ERR_HOST, "out of memory");
-	n->tap_fd = net_tap_open(tap_name, n->ifname, e);
+	n->tap_fd = net_tap_open(tap_name, n->ifname, &n->tap_created, e);
 	if (n->tap_fd < 0)
 		return -1;
 	if (mac) {

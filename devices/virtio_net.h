@@ -25,13 +25,18 @@ struct virtio_net {
 	struct virtq_elem *elem;
 	uint8_t *frame; /* one frame read from the tap, waiting for buffers */
 	size_t frame_len;
-	bool tap_gone; /* deleted on the host: tun answers EBADFD from now on */
+	bool tap_gone;	  /* deleted on the host: tun answers EBADFD from now on */
+	bool tap_created; /* made (and brought up) by us */
+	bool tx_warned;	  /* a failed transmit was reported (once) */
+	struct log *log;
 	atomic_uint_fast64_t rx_frames, tx_frames, rx_dropped, tx_errors;
 };
 
 struct err;
+struct log;
 /* mac NULL: a locally administered address derived from the tap name. */
-int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct err *e);
+int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct log *log,
+		    struct err *e);
 /* The I/O thread: the tap is readable. */
 void virtio_net_tap_ready(struct virtio_net *n);
 void virtio_net_destroy(struct virtio_net *n);

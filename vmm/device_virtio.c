@@ -210,7 +210,7 @@ static void *net_create(struct vm *vm, const struct device_spec *spec, const cha
 	struct virtio_instance *v = virtio_instance_new(e);
 	if (!v)
 		return NULL;
-	if (virtio_net_init(&v->net, p->tap_name, p->has_mac ? p->mac : NULL, e)) {
+	if (virtio_net_init(&v->net, p->tap_name, p->has_mac ? p->mac : NULL, &vm->log, e)) {
 		err_prefix(e, "--net tap%s%s", p->tap_name ? "=" : "",
 			   p->tap_name ? p->tap_name : "");
 		goto fail;
@@ -223,8 +223,9 @@ static void *net_create(struct vm *vm, const struct device_spec *spec, const cha
 	if (virtio_instance_plug(vm, v, &v->net.vdev, name, slot, e))
 		goto fail;
 	const uint8_t *m = v->net.mac;
-	log_info(&vm->log, "%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x", name, v->net.ifname,
-		 m[0], m[1], m[2], m[3], m[4], m[5]);
+	log_info(&vm->log, "%s: tap %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x", name, v->net.ifname,
+		 v->net.tap_created ? " (made and brought up)" : "", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
 	return v;
 fail:
 	net_destroy(v);

@@ -35,35 +35,89 @@
 #define APIC_MODE_EXTINT (7u << 8)
 #define APIC_MODE_NMI	 (4u << 8)
 
+/* Bits that hold an APIC ID below the package: ceil(log2(vCPUs)). */
+static uint32_t vcpu_id_bits(unsigned n)
+{
+	uint32_t bits = 0;
+	while ((1u << bits) < n)
+		bits++;
+	return bits;
+}
+
+/*
+ * The leaves that carry a vCPU's own APIC ID, per vCPU, for both vendors:
+ * 1 (initial APIC ID, logical count), 0xB/0x1F (x2APIC ID; the levels stay
+ * as KVM reports them) and 0x8000001E (AMD: extended APIC ID, which Linux
+ * 6.12 reads on AMD when it does not use 0xB; seen as "APIC ID mismatch"
+ * on a second vCPU), with 0x80000008's core count (AMD) to match.
+ */
+static void vcpu_cpuid_topology(struct kvm_cpuid_entry2 *en, unsigned id, unsigned n)
+{
+	switch (en->function) {
+	case 1: en->ebx = (en->ebx & 0x0000FFFF) | (id << 24) | ((n > 255 ? 255 : n) << 16); break;
+	case 0xB:
+	case 0x1F: en->edx = id; break;
+	case 0x80000008: en->ecx = (en->ecx & ~0xF0FFu) | (vcpu_id_bits(n) << 12) | (n - 1); break;
+	case 0x8000001E:
+		en->eax = id;
+		en->ebx = id & 0xFF; /* core ID; threads per core - 1 = 0 */
+		en->ecx = 0;	     /* node 0, one node */
+		break;
+	default: break;
+	}
+}
+
+/*
+ * The TSC's rate, told the way other VMMs tell it, so a guest need not
+ * calibrate it against the PIT (which fails when ring 0 is emulated, or
+ * without kvmclock under `nopv`): leaf 0x15 (crystal = the TSC, ratio 1:1)
+ * and 0x16 (base MHz) where the vendor's guest reads them, and the
+ * hypervisor timing leaf 0x40000010 (EAX: TSC kHz).
+ */
+static void vcpu_cpuid_tsc(struct kvm_cpuid_entry2 *en, uint32_t tsc_khz)
+{
+	switch (en->function) {
+	case 0x15:
+		en->eax = 1;
+		en->ebx = 1;
+		en->ecx = tsc_khz * 1000;
+		break;
+	case 0x16: en->eax = (en->eax & ~0xFFFFu) | (tsc_khz / 1000); break;
+	case 0x40000000:
+		if (en->eax < 0x40000010)
+			en->eax = 0x40000010;
+		break;
+	default: break;
+	}
+}
+
 static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 {
 	const struct kvm_cpuid2 *sup = v->vm->kvm.cpuid;
-	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
+	size_t sz = sizeof(*sup) + (sup->nent + 1) * sizeof(sup->entries[0]);
 	struct kvm_cpuid2 *c = malloc(sz);
-	int have_kvm_leaf = 0;
+	int have_kvm_leaf = 0, have_timing = 0;
 	if (!c)
 		return err_set(e, ERR_HOST, "out of memory");
-	memcpy(c, sup, sz);
+	memcpy(c, sup, sz - sizeof(sup->entries[0]));
+	int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
 	for (uint32_t i = 0; i < c->nent; i++) {
 		struct kvm_cpuid_entry2 *en = &c->entries[i];
-		switch (en->function) {
-		case 1:
-			/* Initial APIC ID, logical CPU count; we are a guest. */
-			en->ebx = (en->ebx & 0x0000FFFF) | (v->id << 24) | (v->vm->nvcpus << 16);
-			en->ecx |= 1u << 31;
-			break;
-		case 0xB:
-		case 0x1F:
-			en->edx = v->id; /* x2APIC ID */
-			break;
-		case 0x40000000: have_kvm_leaf = 1; break;
-		default: break;
-		}
+		vcpu_cpuid_topology(en, v->id, v->vm->nvcpus);
+		if (khz > 0)
+			vcpu_cpuid_tsc(en, (uint32_t)khz);
+		if (en->function == 1)
+			en->ecx |= 1u << 31; /* we are a guest */
+		have_kvm_leaf |= en->function == 0x40000000;
+		have_timing |= en->function == 0x40000010;
 	}
 	if (!have_kvm_leaf) {
 		free(c);
 		return err_set(e, ERR_HOST, "KVM_GET_SUPPORTED_CPUID has no KVM leaf 0x40000000");
 	}
+	if (khz > 0 && !have_timing)
+		c->entries[c->nent++] =
+		    (struct kvm_cpuid_entry2){.function = 0x40000010, .eax = (uint32_t)khz};
 	int ret = ioctl(v->fd, KVM_SET_CPUID2, c);
 	free(c);
 	if (ret < 0)

@@ -75,13 +75,13 @@ const char *vcpu_insn_hint(const uint8_t *insn, unsigned n)
 		return NULL;
 	uint8_t op = insn[i + 1], modrm = insn[i + 2], reg = (modrm >> 3) & 7;
 	if (op == 0xC7 && reg == 1)
-		return "cmpxchg16b: add clearcpuid=cx16 to the guest command line";
+		return "cmpxchg16b: add clearcpuid=141 (cx16) to the guest command line";
 	if (op == 0xAE && (modrm >> 6) != 3 && (reg == 4 || reg == 5))
-		return "xsave/xrstor: add clearcpuid=xsave to the guest command line";
+		return "xsave/xrstor: add clearcpuid=154 (xsave) to the guest command line";
 	if (op == 0x01 && (modrm == 0xD0 || modrm == 0xD1))
-		return "xgetbv/xsetbv: add clearcpuid=xsave to the guest command line";
+		return "xgetbv/xsetbv: add clearcpuid=154 (xsave) to the guest command line";
 	if (op == 0xB8)
-		return "popcnt: add clearcpuid=popcnt to the guest command line";
+		return "popcnt: add clearcpuid=151 (popcnt) to the guest command line";
 	return NULL;
 }
 
@@ -111,8 +111,10 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 	const char *hint = insn && v->vm->kvm.emulated_host ? vcpu_insn_hint(insn, insn_len) : NULL;
 	if (hint)
 		log_error(log,
-			  "  hint: %s (the set measured to work here: "
-			  "clearcpuid=popcnt,smap,smep,xsave,cx16,avx,avx2,avx512f)",
+			  "  hint: %s; the set measured to work here: "
+			  "clearcpuid=151,308,295,154,141,156,293,304 (popcnt, smap, smep, xsave, "
+			  "cx16, avx, avx2, avx512f). Bit numbers work on every kernel; names only "
+			  "from Linux 5.19 (an older kernel stops at the first name)",
 			  hint);
 	log_error(log, "  RAX %016llx RBX %016llx RCX %016llx RDX %016llx",
 		  (unsigned long long)r.rax, (unsigned long long)r.rbx, (unsigned long long)r.rcx,

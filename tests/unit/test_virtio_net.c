@@ -13,6 +13,7 @@
 
 #include "devices/virtio_net.h"
 #include "vmm/base/err.h"
+#include "vmm/base/log.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <poll.h>
@@ -70,7 +72,7 @@ static void net_up(uint64_t features)
 	write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
 	fake_ram_init(&ram, RAM);
 	struct err e = {0};
-	ck_assert_msg(virtio_net_init(&net, TAP, mac, &e) == 0, "virtio_net_init: %s", e.msg);
+	ck_assert_msg(virtio_net_init(&net, TAP, mac, NULL, &e) == 0, "virtio_net_init: %s", e.msg);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(s, 0);
 	struct ifreq ifr;
@@ -334,6 +336,84 @@ START_TEST(test_net_tap_gone_tx_needs_reset)
 }
 END_TEST
 
+static short tap_flags(const char *name)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	ck_assert_int_eq(ioctl(s, SIOCGIFFLAGS, &ifr), 0);
+	close(s);
+	return ifr.ifr_flags;
+}
+
+static void tap_set_up(const char *name, bool up)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	ck_assert_int_eq(ioctl(s, SIOCGIFFLAGS, &ifr), 0);
+	ifr.ifr_flags = (short)(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
+	ck_assert_int_eq(ioctl(s, SIOCSIFFLAGS, &ifr), 0);
+	close(s);
+}
+
+/* A tap the VMM makes is brought up (it would stay down, and every frame
+ * fail); a tap that was there is left as its owner set it. */
+START_TEST(test_net_tap_made_here_is_up_and_an_existing_one_is_left_alone)
+{
+	struct virtio_net n2;
+	struct err e = {0};
+	ck_assert(net.tap_created);
+	ck_assert(tap_flags(TAP) & IFF_UP);
+	/* A persistent tap, made and left down by "the user". */
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+	snprintf(ifr.ifr_name, IFNAMSIZ, "vnt1");
+	ck_assert_int_eq(ioctl(fd, TUNSETIFF, &ifr), 0);
+	ck_assert_int_eq(ioctl(fd, TUNSETPERSIST, 1), 0);
+	close(fd);
+	ck_assert(!(tap_flags("vnt1") & IFF_UP));
+	ck_assert_msg(virtio_net_init(&n2, "vnt1", mac, NULL, &e) == 0, "%s", e.msg);
+	ck_assert(!n2.tap_created);
+	ck_assert(!(tap_flags("vnt1") & IFF_UP));
+	virtio_net_destroy(&n2);
+}
+END_TEST
+
+/* A transmit that fails (a tap taken down) is said once on the log, and
+ * each is counted. */
+START_TEST(test_net_tx_failure_warned_once)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct log log;
+	log_init(&log, LOG_WARN, f);
+	net.log = &log;
+	tap_set_up(TAP, false);
+	for (uint16_t h = 0; h < 3; h++) {
+		tx_post(h);
+		net.vdev.ops->queue_notify(&net.vdev, TXQ);
+	}
+	fflush(f);
+	ck_assert_uint_eq(atomic_load(&net.tx_errors), 3);
+	ck_assert_uint_eq(vrd_used_idx(&vr[TXQ]), 3);
+	ck_assert_msg(strstr(text, "sending to tap " TAP " failed"), "log: %s", text);
+	ck_assert_ptr_eq(strstr(strstr(text, "sending to tap") + 1, "sending to tap"), NULL);
+	ck_assert_uint_eq(ft.needs_reset, 0);
+	net.log = NULL;
+	fclose(f);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_net_tap_gone_rx_needs_reset)
 {
 	/* The tap's file polls as an error once the tap is gone: the I/O
@@ -371,7 +451,7 @@ static bool net_possible(char *why, size_t len)
 			_exit(2);
 		struct virtio_net n;
 		struct err e = {0};
-		_exit(virtio_net_init(&n, TAP, mac, &e) == 0 ? 0 : 3);
+		_exit(virtio_net_init(&n, TAP, mac, NULL, &e) == 0 ? 0 : 3);
 	}
 	int st = 0;
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
@@ -405,6 +485,8 @@ static Suite *virtio_net_suite(void)
 	tcase_add_test(t, test_net_rx_never_truncates_without_mrg);
 	tcase_add_test(t, test_net_tap_gone_tx_needs_reset);
 	tcase_add_test(t, test_net_tap_gone_rx_needs_reset);
+	tcase_add_test(t, test_net_tap_made_here_is_up_and_an_existing_one_is_left_alone);
+	tcase_add_test(t, test_net_tx_failure_warned_once);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("tap_mrg");
