@@ -265,8 +265,8 @@ static const struct option_def machine_options[] = {
     {"msi-delivery", 0, "irqfd|signal",
      "MSI through GSI routes + irqfd (default) or KVM_SIGNAL_MSI", opt_msi_delivery},
     {"intx-delivery", 0, "resample|line",
-     "INTx through irqfd + resamplefd (default where KVM has KVM_CAP_IRQFD_RESAMPLE) or "
-     "KVM_IRQ_LINE",
+     "INTx through KVM_IRQ_LINE (default: as QEMU does for emulated devices; measured "
+     "faster) or irqfd + resamplefd (needs KVM_CAP_IRQFD_RESAMPLE)",
      opt_intx_delivery},
     {"stats", 0, NULL, "print interrupt counts per line, pin and vector at exit", opt_stats},
     {"seccomp", 0, "on|off",

@@ -409,9 +409,9 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 		return err_set(
 		    e, ERR_HOST,
 		    "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
-	vm->irq.intx_mode = o->intx_delivery >= 0	 ? (enum irq_intx_delivery)o->intx_delivery
-			    : vm->kvm.has_irqfd_resample ? IRQ_INTX_RESAMPLE
-							 : IRQ_INTX_LINE;
+	/* KVM_IRQ_LINE unless asked: see DESIGN.md, "INTx through KVM_IRQ_LINE". */
+	vm->irq.intx_mode =
+	    o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery : IRQ_INTX_LINE;
 	if (vm_setup_loop(vm, e) || vm_create_devices(vm, e) || vm_create_pci(vm, e) ||
 	    vm_write_mptable(vm, e) || vm_device_tree(vm, e) || vm_watch_devices(vm, e))
 		return -1;
