@@ -82,6 +82,7 @@ static struct {
 	unsigned delay_us;
 	uint64_t mem_mib;
 	const char *out;
+	int pit; /* --pit: KVM_CREATE_PIT2 too */
 
 	int kvm, vm, vcpu;
 	struct kvm_run *run;
@@ -413,19 +414,20 @@ static void *vcpu_thread(void *arg)
 
 static void usage(FILE *to)
 {
-	fprintf(to, "usage: kvm_floor --mode msi-signal|msi-irqfd|intx-line|intx-resample\n"
-		    "                 [--samples N] [--delay-us US] [--memory MIB] [--out FILE]\n");
+	fprintf(
+	    to,
+	    "usage: kvm_floor --mode msi-signal|msi-irqfd|intx-line|intx-resample\n"
+	    "                 [--samples N] [--delay-us US] [--memory MIB] [--out FILE]\n"
+	    "                 [--pit]   (also KVM_CREATE_PIT2, as a Linux-capable VMM makes)\n");
 }
 
 static void parse(int argc, char **argv)
 {
-	static const struct option opts[] = {{"mode", required_argument, NULL, 'm'},
-					     {"samples", required_argument, NULL, 'n'},
-					     {"delay-us", required_argument, NULL, 'd'},
-					     {"memory", required_argument, NULL, 'M'},
-					     {"out", required_argument, NULL, 'o'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"mode", required_argument, NULL, 'm'},	{"samples", required_argument, NULL, 'n'},
+	    {"delay-us", required_argument, NULL, 'd'}, {"memory", required_argument, NULL, 'M'},
+	    {"out", required_argument, NULL, 'o'},	{"pit", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0}};
 	int c, have_mode = 0;
 	char *end;
 
@@ -461,6 +463,7 @@ static void parse(int argc, char **argv)
 				die(EXIT_USAGE, "--memory: '%s' is not 2..3072 MiB", optarg);
 			break;
 		case 'o': f.out = optarg; break;
+		case 'p': f.pit = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(EXIT_USAGE);
 		}
@@ -518,6 +521,10 @@ int main(int argc, char **argv)
 	if (ioctl(f.vm, KVM_SET_TSS_ADDR, 0xFFFBD000ul) < 0)
 		die(EXIT_HOST, "KVM_SET_TSS_ADDR: %s", strerror(errno));
 	xioctl(f.vm, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP");
+	if (f.pit) {
+		struct kvm_pit_config pit = {.flags = KVM_PIT_SPEAKER_DUMMY};
+		xioctl(f.vm, KVM_CREATE_PIT2, &pit, "KVM_CREATE_PIT2");
+	}
 	setup_memory();
 	setup_guest();
 	setup_vcpu();
