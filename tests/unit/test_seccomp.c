@@ -89,12 +89,12 @@ START_TEST(test_forbidden_call_stops_with_12_and_names_it)
 		const char *thread, *call;
 	} cases[] = {
 	    {VMM_THREAD_VCPU, PROBE_SOCKET, "vCPU thread", "socket"},
-	    {VMM_THREAD_IO, PROBE_SOCKET, "I/O (main) thread", "socket"},
+	    {VMM_THREAD_IO, PROBE_SOCKET, "I/O thread", "socket"},
 	    {VMM_THREAD_VCPU, PROBE_EXECVE, "vCPU thread", "execve"},
-	    {VMM_THREAD_IO, PROBE_EXECVE, "I/O (main) thread", "execve"},
+	    {VMM_THREAD_IO, PROBE_EXECVE, "I/O thread", "execve"},
 	    /* ioctl is allowed for its listed requests only. */
 	    {VMM_THREAD_VCPU, PROBE_IOCTL_CREATE_VM, "vCPU thread", "ioctl"},
-	    {VMM_THREAD_IO, PROBE_IOCTL_CREATE_VM, "I/O (main) thread", "ioctl"},
+	    {VMM_THREAD_IO, PROBE_IOCTL_CREATE_VM, "I/O thread", "ioctl"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512], want[128];

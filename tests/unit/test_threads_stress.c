@@ -200,9 +200,10 @@ static void setup(void)
 	}
 	close(fd);
 	struct err e = {0};
-	ck_assert_int_eq(virtio_blk_init(&blk, disk_path, true, false, &e), 0);
-	ck_assert_int_ge(
-	    h.watch(h.ctx, blk.completion_fd, (void (*)(void *))virtio_blk_complete, &blk), 0);
+	ck_assert_int_eq(virtio_blk_init(&blk, disk_path, true, false, 1, &e), 0);
+	ck_assert_int_ge(h.watch(h.ctx, 0, blk.queues[0].completion_fd,
+				 (void (*)(void *))virtio_blk_complete, &blk.queues[0]),
+			 0);
 	ck_assert_int_eq(
 	    virtio_pci_init(&vp, &blk.vdev, "virtio-blk0", &rig.irq, &rig.ram.m, &h, false), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp.pci, BLK_SLOT, 1), 0);

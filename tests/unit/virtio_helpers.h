@@ -71,6 +71,7 @@ struct fake_host {
 	} io[FAKE_HOST_IO_MAX];
 	unsigned nio;
 	struct {
+		unsigned q; /* the queue whose loop was asked for */
 		int fd;
 		void (*ready)(void *arg);
 		void *arg;
@@ -94,8 +95,8 @@ struct fake_transport {
 	unsigned used[VIRTIO_MAX_QUEUES];
 	unsigned needs_reset;
 	char why[160];
-	int lock_depth;
-	unsigned locks;
+	int lock_depth[VIRTIO_MAX_QUEUES]; /* per queue lock */
+	unsigned locks[VIRTIO_MAX_QUEUES];
 	bool not_live; /* the driver has not set DRIVER_OK (or NEEDS_RESET) */
 };
 /* Plugs the device into the recorder; negotiated features = `features`. */
