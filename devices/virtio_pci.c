@@ -72,7 +72,7 @@ static uint8_t vp_status(struct virtio_pci *vp)
  * VIRTIO_PCI_LAST_NONE (MSI-X on and no vector assigned). */
 static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
 {
-	unsigned how = vec < vp->msix.nvectors ? vec : VIRTIO_PCI_LAST_NONE;
+	unsigned how = vec;
 	if (isr_bit == VIRTIO_PCI_ISR_CONFIG) {
 		pthread_mutex_lock(&vp->isr_lock);
 		vp->isr |= isr_bit;
@@ -80,7 +80,10 @@ static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bi
 	}
 	/* msix_fire() drops a vector beyond the table, NO_VECTOR included
 	 * (4.1.5.1.2: no interrupt then), and says false while MSI-X is off. */
-	if (!msix_fire(&vp->msix, vec)) {
+	if (msix_fire(&vp->msix, vec)) {
+		if (vec >= vp->msix.nvectors)
+			return VIRTIO_PCI_LAST_NONE; /* dropped: not an interrupt */
+	} else {
 		/* The bit and the level change together: an ISR read between
 		 * them would otherwise lower a line whose bit it never saw. */
 		pthread_mutex_lock(&vp->isr_lock);
@@ -104,9 +107,11 @@ static void vp_queue_used_locked(struct virtio_transport *t, unsigned q)
 	atomic_fetch_add(&pq->requests, (uint16_t)(vq->used_idx - pq->used_counted));
 	pq->used_counted = vq->used_idx;
 	if (virtq_should_notify(vq)) {
-		atomic_fetch_add(&pq->interrupts, 1);
-		atomic_store(&pq->last_vector,
-			     vp_interrupt(vp, pq->msix_vector, VIRTIO_PCI_ISR_QUEUE));
+		unsigned how = vp_interrupt(vp, pq->msix_vector, VIRTIO_PCI_ISR_QUEUE);
+		if (how != VIRTIO_PCI_LAST_NONE) {
+			atomic_fetch_add(&pq->interrupts, 1);
+			atomic_store(&pq->last_vector, how);
+		}
 	}
 }
 

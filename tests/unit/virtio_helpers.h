@@ -61,7 +61,7 @@ void vrd_used_elem(const struct vring_drv *v, unsigned slot, uint32_t *id, uint3
 
 /* ---- a host for virtio-pci ---- */
 #define FAKE_HOST_IO_MAX    64
-#define FAKE_HOST_WATCH_MAX 16
+#define FAKE_HOST_WATCH_MAX 64
 struct fake_host {
 	struct {
 		uint64_t gpa;
