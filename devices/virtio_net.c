@@ -210,6 +210,7 @@ static uint8_t net_ctrl_command(struct virtio_net *n, const struct virtq_elem *e
 		if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > n->npairs)
 			return VIRTIO_NET_ERR;
 		net_apply_pairs(n, pairs);
+		atomic_store(&n->pairs_set, pairs);
 		return VIRTIO_NET_OK;
 	}
 	return VIRTIO_NET_ERR; /* a class or command not offered */

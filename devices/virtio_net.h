@@ -47,6 +47,7 @@ struct virtio_net {
 	uint8_t mac[6];
 	unsigned npairs;	/* queue pairs offered (max_virtqueue_pairs) */
 	atomic_uint curr_pairs; /* in use: 1 until VQ_PAIRS_SET (5.1.6.5.5) */
+	atomic_uint pairs_set;	/* the last VQ_PAIRS_SET accepted (0: none), for --stats */
 	struct virtio_net_pair pairs[VIRTIO_NET_MAX_PAIRS];
 	struct virtq_elem *ctrl_elem; /* under the control queue's lock */
 	atomic_bool tap_gone;	      /* deleted on the host: tun answers EBADFD from now on */

@@ -323,10 +323,11 @@ static void net_print_stats(const struct vm_device *d, FILE *out)
 		STAT(v->net.rx_dropped), STAT(v->net.tx_errors));
 	if (v->net.npairs > 1)
 		fprintf(out,
-			"vmm: stats: %s queue pairs: %u of %u in use, control commands ok %llu "
-			"err %llu\n",
-			d->name, atomic_load(&v->net.curr_pairs), v->net.npairs,
-			STAT(v->net.ctrl_ok), STAT(v->net.ctrl_err));
+			"vmm: stats: %s queue pairs: %u offered, %u in use at exit, last "
+			"VQ_PAIRS_SET %u; control commands ok %llu err %llu\n",
+			d->name, v->net.npairs, atomic_load(&v->net.curr_pairs),
+			atomic_load(&v->net.pairs_set), STAT(v->net.ctrl_ok),
+			STAT(v->net.ctrl_err));
 }
 
 const struct device_kind device_kind_virtio_net = {

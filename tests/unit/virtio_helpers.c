@@ -162,10 +162,12 @@ unsigned fake_host_ioeventfds(const struct fake_host *h)
 	return n;
 }
 
-unsigned fake_host_poll(struct fake_host *h)
+static unsigned fake_host_poll_some(struct fake_host *h, int q)
 {
 	unsigned calls = 0;
 	for (unsigned i = 0; i < h->nw; i++) {
+		if (q >= 0 && h->w[i].q != (unsigned)q)
+			continue;
 		struct pollfd p = {.fd = h->w[i].fd, .events = POLLIN};
 		if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
 			h->w[i].ready(h->w[i].arg);
@@ -173,6 +175,16 @@ unsigned fake_host_poll(struct fake_host *h)
 		}
 	}
 	return calls;
+}
+
+unsigned fake_host_poll(struct fake_host *h)
+{
+	return fake_host_poll_some(h, -1);
+}
+
+unsigned fake_host_poll_queue(struct fake_host *h, unsigned q)
+{
+	return fake_host_poll_some(h, (int)q);
 }
 
 int fake_host_watch_of(const struct fake_host *h, int fd)

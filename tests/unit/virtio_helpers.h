@@ -86,6 +86,8 @@ int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa);
 unsigned fake_host_ioeventfds(const struct fake_host *h);
 /* One main-loop pass: ready(arg) for each watched fd that is readable. */
 unsigned fake_host_poll(struct fake_host *h);
+/* The same for the watches of queue q only: one I/O thread's loop. */
+unsigned fake_host_poll_queue(struct fake_host *h, unsigned q);
 /* The watch on fd, or -1. */
 int fake_host_watch_of(const struct fake_host *h, int fd);
 
