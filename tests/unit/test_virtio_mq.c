@@ -560,6 +560,27 @@ START_TEST(test_net_second_pair_transmits)
 }
 END_TEST
 
+/* A tap that exists without multi_queue cannot take a second queue: one
+ * clear error, not a half-made device. */
+START_TEST(test_net_existing_single_queue_tap_refused)
+{
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	snprintf(ifr.ifr_name, IFNAMSIZ, "vmq9");
+	ck_assert_int_eq(ioctl(fd, TUNSETIFF, &ifr), 0);
+	struct virtio_net n2;
+	struct err e = {0};
+	ck_assert_int_lt(virtio_net_init(&n2, "vmq9", mac, 2, NULL, &e), 0);
+	ck_assert_msg(strstr(e.msg, "vmq9 exists without multi_queue"), "%s", e.msg);
+	ck_assert_int_eq(e.kind, ERR_INPUT);
+	virtio_net_destroy(&n2);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_net_unavailable)
 {
 	fprintf(stderr, "virtio-net multiqueue tests not run: %s\n",
@@ -629,6 +650,7 @@ static Suite *mq_suite(void)
 	tcase_add_test(t, test_net_ctrl_vq_pairs_set);
 	tcase_add_test(t, test_net_ctrl_without_ack_needs_reset);
 	tcase_add_test(t, test_net_second_pair_transmits);
+	tcase_add_test(t, test_net_existing_single_queue_tap_refused);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("net_ctrl_only");
