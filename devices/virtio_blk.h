@@ -79,6 +79,9 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 		    unsigned queues, struct err *e);
 /* The queue's I/O thread calls this when its completion_fd is readable. */
 void virtio_blk_complete(struct virtio_blk_queue *q);
+/* The queue's I/O thread, stopping: waits for the queue's requests still in
+ * flight, so they end on the thread that submitted them. */
+void virtio_blk_queue_quiesce(struct virtio_blk_queue *q);
 void virtio_blk_destroy(struct virtio_blk *b);
 
 #endif

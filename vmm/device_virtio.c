@@ -158,6 +158,11 @@ static void blk_completions_ready(void *arg)
 	virtio_blk_complete(arg);
 }
 
+static void blk_queue_stopping(void *arg)
+{
+	virtio_blk_queue_quiesce(arg);
+}
+
 static void *blk_create(struct vm *vm, const struct device_spec *spec, const char *name,
 			uint8_t slot, struct err *e)
 {
@@ -173,7 +178,8 @@ static void *blk_create(struct vm *vm, const struct device_spec *spec, const cha
 	virtio_assign_loops(vm, v->loop, p->queues);
 	for (unsigned q = 0; q < p->queues; q++)
 		if (vm_watch_on(vm, v->loop[q], v->blk.queues[q].completion_fd, false,
-				blk_completions_ready, &v->blk.queues[q]) < 0) {
+				blk_completions_ready, &v->blk.queues[q]) < 0 ||
+		    vm_on_loop_stop(vm, v->loop[q], blk_queue_stopping, &v->blk.queues[q]) < 0) {
 			err_set(e, ERR_HOST, "%s: cannot watch its completions", name);
 			goto fail;
 		}

@@ -41,6 +41,22 @@ int io_thread_watch(struct io_thread *t, int fd, bool edge, void (*call)(void *a
 	return 0;
 }
 
+int io_thread_on_stop(struct io_thread *t, void (*fn)(void *arg), void *arg)
+{
+	if (t->started)
+		return -EBUSY;
+	if (t->ndrains == IO_THREAD_MAX_DRAINS)
+		return -ENOSPC;
+	t->drains[t->ndrains++] = (struct io_thread_drain){fn, arg};
+	return 0;
+}
+
+static void io_thread_drain(struct io_thread *t)
+{
+	for (unsigned i = 0; i < t->ndrains; i++)
+		t->drains[i].fn(t->drains[i].arg);
+}
+
 static void *io_thread_main(void *arg)
 {
 	struct io_thread *t = arg;
@@ -58,7 +74,8 @@ static void *io_thread_main(void *arg)
 		}
 	}
 	struct epoll_event evs[16];
-	for (;;) {
+	bool running = true;
+	while (running) {
 		int n = epoll_wait(t->epoll_fd, evs, 16, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -66,17 +83,20 @@ static void *io_thread_main(void *arg)
 			log_error(&t->vm->log, "I/O thread %u: epoll_wait failed: %s", t->index,
 				  strerror(errno));
 			vm_request_stop(t->vm, EXIT_HOST, "I/O thread failure");
-			return NULL;
+			break;
 		}
 		atomic_fetch_add_explicit(&t->wakeups, 1, memory_order_relaxed);
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n && running; i++) {
 			struct io_thread_watch *w = evs[i].data.ptr;
-			if (!w)
-				return NULL; /* stop */
-			atomic_fetch_add_explicit(&t->events, 1, memory_order_relaxed);
-			w->call(w->arg);
+			running = w != NULL; /* the stop eventfd's watch has none */
+			if (w) {
+				atomic_fetch_add_explicit(&t->events, 1, memory_order_relaxed);
+				w->call(w->arg);
+			}
 		}
 	}
+	io_thread_drain(t);
+	return NULL;
 }
 
 int io_thread_start(struct io_thread *t, struct err *e)
@@ -89,14 +109,19 @@ int io_thread_start(struct io_thread *t, struct err *e)
 	return 0;
 }
 
+void io_thread_request_stop(struct io_thread *t)
+{
+	uint64_t one = 1;
+	if (t->started && write(t->stop_fd, &one, sizeof(one)) < 0) {
+		/* cannot overflow: a write or two per stop */
+	}
+}
+
 void io_thread_stop(struct io_thread *t)
 {
 	if (!t->started)
 		return;
-	uint64_t one = 1;
-	if (write(t->stop_fd, &one, sizeof(one)) < 0) {
-		/* cannot overflow: one write per stop */
-	}
+	io_thread_request_stop(t);
 	pthread_join(t->thread, NULL);
 	t->started = false;
 }

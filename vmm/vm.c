@@ -274,6 +274,15 @@ int vm_watch_on(struct vm *vm, unsigned loop, int fd, bool edge, void (*call)(vo
 	return io_thread_watch(&vm->io_threads[loop - 1], fd, edge, call, arg);
 }
 
+int vm_on_loop_stop(struct vm *vm, unsigned loop, void (*fn)(void *arg), void *arg)
+{
+	if (loop == 0)
+		return 0;
+	if (loop > vm->nio_threads)
+		return -EINVAL;
+	return io_thread_on_stop(&vm->io_threads[loop - 1], fn, arg);
+}
+
 unsigned vm_io_loop_next(struct vm *vm)
 {
 	if (!vm->nio_threads)
@@ -595,10 +604,12 @@ int vm_run(struct vm *vm, struct err *e)
 		vcpu_kick(&vm->vcpus[i]);
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
-	/* No vCPU notifies any more; what the I/O threads are doing ends, and
-	 * the disks' requests still in flight are waited for at teardown. */
+	/* No vCPU notifies any more: the I/O threads stop, each waiting for
+	 * its disk queues' requests still in flight before it exits (joined
+	 * at teardown, so the report comes first, as for the main thread's
+	 * disks). */
 	for (unsigned i = 0; i < vm->nio_threads; i++)
-		io_thread_stop(&vm->io_threads[i]);
+		io_thread_request_stop(&vm->io_threads[i]);
 	console_restore(&vm->console);
 	vm->log.crlf = 0;
 	vm_devices_run_ended(vm);

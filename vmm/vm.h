@@ -122,6 +122,9 @@ int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_wa
  * k: I/O thread k). 0 or -errno. */
 int vm_watch_on(struct vm *vm, unsigned loop, int fd, bool edge, void (*call)(void *arg),
 		void *arg);
+/* fn(arg) on loop `loop` when the machine stops, before an I/O thread
+ * exits (nothing for the main thread, whose devices drain at teardown). */
+int vm_on_loop_stop(struct vm *vm, unsigned loop, void (*fn)(void *arg), void *arg);
 /* The loop for the next queue group of a device that I/O threads serve
  * (round robin), or 0 (the main thread) when there are none. */
 unsigned vm_io_loop_next(struct vm *vm);

@@ -14,13 +14,14 @@ Exit 77 (skipped) without a usable /dev/kvm or without matplotlib.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["irq_latency", "virtio", "exit_costs", "exit_dispatch", "footprint",
+SECTIONS = ["irq_latency", "virtio", "multiqueue", "exit_costs", "exit_dispatch", "footprint",
             "blk_model_vs_fio"]
 STATUSES = {"ok", "partial", "pending", "skipped", "error"}
 CHARTS = ["irq_latency_cdf.svg", "virtio_rates.svg", "footprint.svg"]
@@ -104,6 +105,19 @@ def main():
                   + (rr[0].get("output_tail", "") if rr else "not run"))
     res = sec.get("virtio", {}).get("results", [])
     check(len(res) == 8, f"virtio: {len(res)} figures, 8 expected (2 devices x 2 depths x 2 modes)")
+    mq = sec.get("multiqueue", {})
+    for who in ["ours"] + (["qemu"] if qemu else []):
+        rr = [x for x in mq.get("runs", []) if x["who"] == who]
+        check(rr and all(x["ok"] for x in rr), f"multiqueue: vbench blkmq under {who}: "
+              + (next((x.get("output_tail", "") for x in rr if not x["ok"]), "") if rr
+                 else "not run"))
+    check(len(mq.get("results", [])) == 6,
+          f"multiqueue: {len(mq.get('results', []))} figures, 6 expected (3 configurations x 2 modes)")
+    for x in mq.get("runs", []):
+        if x["who"] == "ours" and x["ok"] and x["config"] != "q1":
+            check(len(x.get("queue_stats", [])) == 2 and all(
+                re.search(r"requests [1-9]", l) for l in x["queue_stats"]),
+                f"multiqueue: {x['config']} {x['mode']}: both queues served: {x.get('queue_stats')}")
     ex = sec.get("exit_costs", {}).get("results", {})
     for t in ("exit-pio", "exit-mmio", "exit-notify"):
         check(ex.get(t, {}).get("ours"), f"exit_costs: no {t} figure for ours")
