@@ -106,18 +106,26 @@ def main():
     res = sec.get("virtio", {}).get("results", [])
     check(len(res) == 8, f"virtio: {len(res)} figures, 8 expected (2 devices x 2 depths x 2 modes)")
     mq = sec.get("multiqueue", {})
-    for who in ["ours"] + (["qemu"] if qemu else []):
+    net = os.geteuid() == 0 and os.path.exists("/dev/net/tun") and shutil.which("unshare")
+    for who in ["ours"] + (["qemu"] if qemu else []) + (["ours-net"] if net else []):
         rr = [x for x in mq.get("runs", []) if x["who"] == who]
         check(rr and all(x["ok"] for x in rr), f"multiqueue: vbench blkmq under {who}: "
               + (next((x.get("output_tail", "") for x in rr if not x["ok"]), "") if rr
                  else "not run"))
     check(len(mq.get("results", [])) == 6,
           f"multiqueue: {len(mq.get('results', []))} figures, 6 expected (3 configurations x 2 modes)")
+    if net:
+        check(sum(1 for r in mq.get("net_results", []) if r["ours"]) == 6,
+              "multiqueue: virtio-net transmit: not every configuration has a figure")
     for x in mq.get("runs", []):
-        if x["who"] == "ours" and x["ok"] and x["config"] != "q1":
-            check(len(x.get("queue_stats", [])) == 2 and all(
-                re.search(r"requests [1-9]", l) for l in x["queue_stats"]),
-                f"multiqueue: {x['config']} {x['mode']}: both queues served: {x.get('queue_stats')}")
+        if x["who"] != "qemu" and x["ok"] and x["config"] != "q1":
+            # blk: both request queues; net: both transmit queues (1 and 3)
+            # of the five (two pairs and the control queue).
+            qs = x.get("queue_stats", [])
+            used = [l for l in qs if x["who"] == "ours" or re.search(r"queue [13] ", l)]
+            check(len(qs) == (2 if x["who"] == "ours" else 5) and len(used) == 2 and
+                  all(re.search(r"requests [1-9]", l) for l in used),
+                  f"multiqueue: {x['who']} {x['config']} {x['mode']}: both queues served: {qs}")
     ex = sec.get("exit_costs", {}).get("results", {})
     for t in ("exit-pio", "exit-mmio", "exit-notify"):
         check(ex.get(t, {}).get("ours"), f"exit_costs: no {t} figure for ours")
