@@ -64,12 +64,12 @@ static int frames(int cpu)
 	f[11] = (unsigned char)cpu;
 	f[12] = 0x88;
 	f[13] = 0xb5;
-	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_ifindex = (int)if_nametoindex("eth0"),
-				  .sll_halen = 6};
+	struct sockaddr_ll sll = {
+	    .sll_family = AF_PACKET, .sll_ifindex = (int)if_nametoindex("eth0"), .sll_halen = 6};
 	memset(sll.sll_addr, 0xff, 6);
 	for (int i = 0; i < FRAMES; i++)
-		sent += sendto(s, f, sizeof(f), 0, (struct sockaddr *)&sll, sizeof(sll)) ==
-			sizeof(f);
+		sent +=
+		    sendto(s, f, sizeof(f), 0, (struct sockaddr *)&sll, sizeof(sll)) == sizeof(f);
 	close(s);
 	return sent;
 }
@@ -111,8 +111,8 @@ int main(void)
 			if (sched_setaffinity(0, sizeof(set), &set) < 0)
 				_exit(2);
 			int r = reads(c), f = frames(c);
-			dprintf(1, "mqinit: cpu %d: reads %d of %d ok, frames %d of %d sent\n", c, r,
-				READS, f, FRAMES);
+			dprintf(1, "mqinit: cpu %d: reads %d of %d ok, frames %d of %d sent\n", c,
+				r, READS, f, FRAMES);
 			_exit(0);
 		}
 		waitpid(pid, NULL, 0); /* one CPU at a time: the counts per queue stay apart */
