@@ -14,6 +14,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,10 @@ static int run_filtered(enum vmm_thread_kind kind, enum probe probe, char *err, 
 				_exit(98);
 			free(malloc(1 << 20));
 			close(efd);
+			/* A multiqueue tap's queues are attached and detached on
+			 * either kind (net control queue, device reset). */
+			if (ioctl(-1, TUNSETQUEUE, NULL) != -1 || errno != EBADF)
+				_exit(96);
 			_exit(0);
 		case PROBE_OPEN: /* refused, not fatal: malloc may try it */
 			_exit(open("/etc/hostname", O_RDONLY) < 0 && errno == EACCES ? 0 : 97);
