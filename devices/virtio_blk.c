@@ -116,26 +116,26 @@ static struct io_uring_sqe *blk_prep_rw(struct virtio_blk_queue *bq, struct virt
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&bq->ring);
 	if (!sqe)
 		return NULL;
-	/* The file is registered with the ring (index 0): no file lookup per
-	 * request; a single buffer goes as READ/WRITE, without an iovec to
-	 * import. */
+	/* A single buffer goes as READ/WRITE, without an iovec to import. (The
+	 * file is not registered with the ring: the kernel drops a registered
+	 * file only when it tears the ring down, asynchronously, after the VMM
+	 * exited, and a file system unmounted right then would still be
+	 * busy.) */
 	if (len == 0) {
 		io_uring_prep_nop(sqe);
 	} else if (in) {
 		if (niov == 1)
-			io_uring_prep_read(sqe, 0, iov[0].iov_base, (unsigned)iov[0].iov_len,
+			io_uring_prep_read(sqe, b->fd, iov[0].iov_base, (unsigned)iov[0].iov_len,
 					   h->sector * SECTOR);
 		else
-			io_uring_prep_readv(sqe, 0, iov, niov, h->sector * SECTOR);
-		sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_prep_readv(sqe, b->fd, iov, niov, h->sector * SECTOR);
 		atomic_fetch_add(&b->stats.reads, 1);
 	} else {
 		if (niov == 1)
-			io_uring_prep_write(sqe, 0, iov[0].iov_base, (unsigned)iov[0].iov_len,
+			io_uring_prep_write(sqe, b->fd, iov[0].iov_base, (unsigned)iov[0].iov_len,
 					    h->sector * SECTOR);
 		else
-			io_uring_prep_writev(sqe, 0, iov, niov, h->sector * SECTOR);
-		sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_prep_writev(sqe, b->fd, iov, niov, h->sector * SECTOR);
 		/* 5.2.6.2: without FLUSH negotiated, a completed write must
 		 * already be durable. */
 		if (!virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH))
@@ -151,8 +151,7 @@ static struct io_uring_sqe *blk_prep_flush(struct virtio_blk_queue *bq, struct v
 	if (!sqe)
 		return NULL;
 	r->expect = 0;
-	io_uring_prep_fsync(sqe, 0, IORING_FSYNC_DATASYNC);
-	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_prep_fsync(sqe, bq->blk->fd, IORING_FSYNC_DATASYNC);
 	atomic_fetch_add(&bq->blk->stats.flushes, 1);
 	return sqe;
 }
@@ -324,9 +323,6 @@ static int blk_queue_init(struct virtio_blk *b, unsigned i, struct err *e)
 	if (ret < 0)
 		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
 	bq->ring_ready = true;
-	ret = io_uring_register_files(&bq->ring, &b->fd, 1);
-	if (ret < 0)
-		return err_set(e, ERR_HOST, "io_uring_register_files: %s", strerror(-ret));
 	bq->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (bq->completion_fd < 0 || io_uring_register_eventfd(&bq->ring, bq->completion_fd) < 0)
 		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
