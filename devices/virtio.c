@@ -6,8 +6,10 @@ void virtio_queue_end_pass(struct virtio_dev *d, unsigned q, int ret, uint16_t u
 {
 	if (ret < 0)
 		virtio_needs_reset(d, virtq_error_name(ret));
-	if (d->vqs[q].used_idx != used_before)
+	if (d->vqs[q].used_idx != used_before) {
+		virtq_publish(&d->vqs[q]); /* entries only filled become visible at once */
 		virtio_queue_used(d, q);
+	}
 }
 
 unsigned virtio_queue_serve(struct virtio_dev *d, unsigned q, struct virtq_elem *elem,

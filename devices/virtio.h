@@ -14,7 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define VIRTIO_MAX_QUEUES 8
+/* Multiqueue virtio-net: 8 queue pairs and the control queue. */
+#define VIRTIO_MAX_QUEUES 17
 
 /* Feature bits (VIRTIO_F_VERSION_1, VIRTIO_RING_F_*) and status bits
  * (VIRTIO_CONFIG_S_*) come from the kernel's uapi headers. */
@@ -23,16 +24,21 @@
 struct virtio_dev;
 
 /*
- * Locking: the transport has one lock. Every op below but lock/unlock is
- * called with it held (the device's callbacks run under it), and a device
- * takes it once at the entry of its own I/O-thread paths (completions,
- * host input) with virtio_lock()/virtio_unlock(): no path takes it twice.
+ * Locking (DESIGN.md "Locks"): the transport has a configuration lock and
+ * one lock per queue, taken in that order, each once on a path.
+ *  - config_read, config_write, activate and reset run under the
+ *    configuration lock; activate and reset also hold every queue's lock
+ *    (in queue order), so no queue path runs meanwhile.
+ *  - queue_notify(d, q) runs under queue q's lock only, on the I/O thread
+ *    that owns q. A device's own paths for q (completions, host input)
+ *    take that lock once with virtio_queue_lock()/virtio_queue_unlock().
+ * So a queue's hot path takes one lock, and two queues never contend.
  */
 struct virtio_dev_ops {
 	uint16_t type; /* virtio device ID (VIRTIO_ID_*) */
 	uint32_t pci_class;
-	uint64_t features; /* device-specific; the transport adds its own */
-	unsigned num_queues;
+	uint64_t features;   /* device-specific; the transport adds its own */
+	unsigned num_queues; /* the default; an instance may set its own */
 	uint16_t queue_max;
 	uint32_t config_size;
 	void (*config_read)(struct virtio_dev *d, unsigned off, void *data, unsigned len);
@@ -53,36 +59,41 @@ struct virtio_dev {
 	const struct virtio_dev_ops *ops;
 	struct virtio_transport *transport;
 	struct virtq vqs[VIRTIO_MAX_QUEUES];
+	unsigned num_queues;	 /* this instance's (0 at init: ops->num_queues) */
 	uint64_t features;	 /* negotiated */
 	uint64_t extra_features; /* offered on top of ops->features (e.g. RO) */
 	void *priv;
 };
 
-/* What a device asks of its transport (transport locked, but lock/unlock). */
+/* What a device asks of its transport. */
 struct virtio_transport_ops {
-	/* Buffers were pushed on q: interrupt if the driver wants one. */
+	/* Buffers were pushed on q (q locked): interrupt if the driver wants
+	 * one. */
 	void (*queue_used)(struct virtio_transport *t, unsigned q);
-	/* The driver broke a rule: NEEDS_RESET, and a config interrupt. */
+	/* The driver (or a host backend) broke the device: NEEDS_RESET, and a
+	 * config interrupt. Callable under the configuration lock or a queue
+	 * lock. */
 	void (*needs_reset)(struct virtio_transport *t, const char *why);
-	/* DRIVER_OK set and NEEDS_RESET clear: the device may use buffers
-	 * (3.1.1). Paths not started by a notify (host input) ask first. */
-	bool (*live)(struct virtio_transport *t);
-	void (*lock)(struct virtio_transport *t);
-	void (*unlock)(struct virtio_transport *t);
+	/* q locked: DRIVER_OK set, NEEDS_RESET clear and q enabled, so the
+	 * device may use q's buffers (3.1.1). Paths not started by a notify
+	 * (host input, completions) ask first. */
+	bool (*live)(struct virtio_transport *t, unsigned q);
+	void (*queue_lock)(struct virtio_transport *t, unsigned q);
+	void (*queue_unlock)(struct virtio_transport *t, unsigned q);
 };
 
 struct virtio_transport {
 	const struct virtio_transport_ops *ops;
 };
 
-static inline void virtio_lock(struct virtio_dev *d)
+static inline void virtio_queue_lock(struct virtio_dev *d, unsigned q)
 {
-	d->transport->ops->lock(d->transport);
+	d->transport->ops->queue_lock(d->transport, q);
 }
 
-static inline void virtio_unlock(struct virtio_dev *d)
+static inline void virtio_queue_unlock(struct virtio_dev *d, unsigned q)
 {
-	d->transport->ops->unlock(d->transport);
+	d->transport->ops->queue_unlock(d->transport, q);
 }
 
 static inline void virtio_queue_used(struct virtio_dev *d, unsigned q)
@@ -95,14 +106,20 @@ static inline void virtio_needs_reset(struct virtio_dev *d, const char *why)
 	d->transport->ops->needs_reset(d->transport, why);
 }
 
-static inline bool virtio_live(struct virtio_dev *d)
+static inline bool virtio_queue_live(struct virtio_dev *d, unsigned q)
 {
-	return d->transport && d->transport->ops->live && d->transport->ops->live(d->transport);
+	return d->transport && d->transport->ops->live && d->transport->ops->live(d->transport, q);
 }
 
-/* The end of a pass over queue q: NEEDS_RESET when the ring walk failed
- * (ret < 0, an enum virtq_error), and an interrupt if buffers were used
- * since the used index was `used_before`. */
+static inline unsigned virtio_num_queues(const struct virtio_dev *d)
+{
+	return d->num_queues ? d->num_queues : d->ops->num_queues;
+}
+
+/* The end of a pass over queue q (q locked): NEEDS_RESET when the ring
+ * walk failed (ret < 0, an enum virtq_error); if buffers were used since
+ * the used index was `used_before` (pushed, or only filled: they are
+ * published here, once), one interrupt if the driver wants it (2.7.10). */
 void virtio_queue_end_pass(struct virtio_dev *d, unsigned q, int ret, uint16_t used_before);
 /* Serves every buffer queued on q: pops each, `serve` fills or consumes it
  * and returns the bytes it wrote, the buffer is pushed as used; then

@@ -32,14 +32,18 @@ static void blk_config_read(struct virtio_dev *d, unsigned off, void *data, unsi
 	cfg.capacity = b->capacity;
 	cfg.seg_max = VIRTIO_BLK_QUEUE_MAX - 2; /* room for header and status */
 	cfg.blk_size = b->blk_size;
+	cfg.num_queues = (uint16_t)b->nqueues; /* 5.2.4: read with VIRTIO_BLK_F_MQ */
 	memcpy(data, (uint8_t *)&cfg + off, len);
 }
 
 #define DIRECT_ALIGN 4096u /* safe for any logical block size up to 4 KiB */
 
-static void blk_finish(struct virtio_blk *b, struct virtio_blk_req *r, uint8_t status)
+/* The request's used entry, filled but not yet published: the pass that
+ * finished it publishes all of its batch at once (virtio_queue_end_pass). */
+static void blk_finish(struct virtio_blk_queue *bq, struct virtio_blk_req *r, uint8_t status)
 {
-	struct virtq *q = &b->vdev.vqs[0];
+	struct virtio_blk *b = bq->blk;
+	struct virtq *q = &b->vdev.vqs[bq->index];
 	if (r->bounce) {
 		if (status == VIRTIO_BLK_S_OK && r->type == VIRTIO_BLK_T_IN)
 			buf_to_iov(r->iov, r->niov, 0, r->bounce, r->expect);
@@ -51,15 +55,15 @@ static void blk_finish(struct virtio_blk *b, struct virtio_blk_req *r, uint8_t s
 		atomic_fetch_add(&b->stats.ioerrs, 1);
 	else if (status == VIRTIO_BLK_S_UNSUPP)
 		atomic_fetch_add(&b->stats.unsupported, 1);
-	virtq_push(q, r->head, status == VIRTIO_BLK_S_OK ? r->used_len : 1);
+	virtq_fill(q, r->head, status == VIRTIO_BLK_S_OK ? r->used_len : 1);
 	r->in_use = false;
 }
 
 /* Claims the request's slot and finds its header and status byte, the
  * last byte the device writes (5.2.6); false when malformed. */
-static bool blk_parse(struct virtio_blk *b, const struct virtq_elem *e, struct blk_outhdr *h)
+static bool blk_parse(struct virtio_blk_queue *bq, const struct virtq_elem *e, struct blk_outhdr *h)
 {
-	struct virtio_blk_req *r = &b->reqs[e->head];
+	struct virtio_blk_req *r = &bq->reqs[e->head];
 	if (r->in_use || e->in_len < 1 ||
 	    iov_to_buf(e->out, e->nout, 0, h, sizeof(*h)) != sizeof(*h))
 		return false;
@@ -80,9 +84,10 @@ static bool blk_parse(struct virtio_blk *b, const struct virtq_elem *e, struct b
 
 /* A read or a write as an SQE (through a bounce buffer when O_DIRECT meets
  * an unaligned guest buffer); NULL: the request fails with IOERR. */
-static struct io_uring_sqe *blk_prep_rw(struct virtio_blk *b, struct virtio_blk_req *r,
+static struct io_uring_sqe *blk_prep_rw(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
 					const struct virtq_elem *e, const struct blk_outhdr *h)
 {
+	struct virtio_blk *b = bq->blk;
 	bool in = h->type == VIRTIO_BLK_T_IN;
 	uint64_t len = in ? e->in_len - 1 : e->out_len - sizeof(*h);
 	if (!in && b->readonly)
@@ -108,16 +113,29 @@ static struct io_uring_sqe *blk_prep_rw(struct virtio_blk *b, struct virtio_blk_
 		niov = 1;
 		atomic_fetch_add(&b->stats.bounced, 1);
 	}
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&bq->ring);
 	if (!sqe)
 		return NULL;
+	/* A single buffer goes as READ/WRITE, without an iovec to import. (The
+	 * file is not registered with the ring: the kernel drops a registered
+	 * file only when it tears the ring down, asynchronously, after the VMM
+	 * exited, and a file system unmounted right then would still be
+	 * busy.) */
 	if (len == 0) {
 		io_uring_prep_nop(sqe);
 	} else if (in) {
-		io_uring_prep_readv(sqe, b->fd, iov, niov, h->sector * SECTOR);
+		if (niov == 1)
+			io_uring_prep_read(sqe, b->fd, iov[0].iov_base, (unsigned)iov[0].iov_len,
+					   h->sector * SECTOR);
+		else
+			io_uring_prep_readv(sqe, b->fd, iov, niov, h->sector * SECTOR);
 		atomic_fetch_add(&b->stats.reads, 1);
 	} else {
-		io_uring_prep_writev(sqe, b->fd, iov, niov, h->sector * SECTOR);
+		if (niov == 1)
+			io_uring_prep_write(sqe, b->fd, iov[0].iov_base, (unsigned)iov[0].iov_len,
+					    h->sector * SECTOR);
+		else
+			io_uring_prep_writev(sqe, b->fd, iov, niov, h->sector * SECTOR);
 		/* 5.2.6.2: without FLUSH negotiated, a completed write must
 		 * already be durable. */
 		if (!virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH))
@@ -127,126 +145,156 @@ static struct io_uring_sqe *blk_prep_rw(struct virtio_blk *b, struct virtio_blk_
 	return sqe;
 }
 
-static struct io_uring_sqe *blk_prep_flush(struct virtio_blk *b, struct virtio_blk_req *r)
+static struct io_uring_sqe *blk_prep_flush(struct virtio_blk_queue *bq, struct virtio_blk_req *r)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&bq->ring);
 	if (!sqe)
 		return NULL;
 	r->expect = 0;
-	io_uring_prep_fsync(sqe, b->fd, IORING_FSYNC_DATASYNC);
-	atomic_fetch_add(&b->stats.flushes, 1);
+	io_uring_prep_fsync(sqe, bq->blk->fd, IORING_FSYNC_DATASYNC);
+	atomic_fetch_add(&bq->blk->stats.flushes, 1);
 	return sqe;
 }
 
 /* 5.2.6.1: up to 20 bytes of ID, not NUL-terminated when exactly 20. */
-static void blk_get_id(struct virtio_blk *b, struct virtio_blk_req *r, const struct virtq_elem *e)
+static void blk_get_id(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
+		       const struct virtq_elem *e)
 {
 	uint64_t room = e->in_len - 1;
 	uint64_t n = room < VIRTIO_BLK_ID_BYTES ? room : VIRTIO_BLK_ID_BYTES;
-	buf_to_iov(e->in, e->nin, 0, b->id, n);
+	buf_to_iov(e->in, e->nin, 0, bq->blk->id, n);
 	r->used_len = (uint32_t)n + 1;
-	atomic_fetch_add(&b->stats.get_ids, 1);
-	blk_finish(b, r, VIRTIO_BLK_S_OK);
+	atomic_fetch_add(&bq->blk->stats.get_ids, 1);
+	blk_finish(bq, r, VIRTIO_BLK_S_OK);
 }
 
 /* Turns one popped element into an SQE, or completes it at once; false
  * when it is malformed (the caller marks NEEDS_RESET). */
-static bool blk_start(struct virtio_blk *b, const struct virtq_elem *e)
+static bool blk_start(struct virtio_blk_queue *bq, const struct virtq_elem *e)
 {
 	struct blk_outhdr h;
-	if (!blk_parse(b, e, &h))
+	if (!blk_parse(bq, e, &h))
 		return false;
-	struct virtio_blk_req *r = &b->reqs[e->head];
+	struct virtio_blk_req *r = &bq->reqs[e->head];
 	struct io_uring_sqe *sqe;
 	switch (h.type) {
 	case VIRTIO_BLK_T_IN:
-	case VIRTIO_BLK_T_OUT: sqe = blk_prep_rw(b, r, e, &h); break;
-	case VIRTIO_BLK_T_FLUSH: sqe = blk_prep_flush(b, r); break;
-	case VIRTIO_BLK_T_GET_ID: blk_get_id(b, r, e); return true;
-	default: blk_finish(b, r, VIRTIO_BLK_S_UNSUPP); return true;
+	case VIRTIO_BLK_T_OUT: sqe = blk_prep_rw(bq, r, e, &h); break;
+	case VIRTIO_BLK_T_FLUSH: sqe = blk_prep_flush(bq, r); break;
+	case VIRTIO_BLK_T_GET_ID: blk_get_id(bq, r, e); return true;
+	default: blk_finish(bq, r, VIRTIO_BLK_S_UNSUPP); return true;
 	}
 	if (!sqe) {
 		r->used_len = 1;
-		blk_finish(b, r, VIRTIO_BLK_S_IOERR);
+		blk_finish(bq, r, VIRTIO_BLK_S_IOERR);
 		return true;
 	}
 	io_uring_sqe_set_data64(sqe, e->head);
-	b->inflight++;
+	bq->inflight++;
 	return true;
 }
 
+/* Queue qi locked: every request the driver made available goes to the
+ * kernel in one submit (more only if the SQ ring fills up). */
 static void blk_notify(struct virtio_dev *d, unsigned qi)
 {
 	struct virtio_blk *b = d->priv;
+	struct virtio_blk_queue *bq = &b->queues[qi];
 	struct virtq *q = &d->vqs[qi];
 	int ret;
 	bool malformed = false;
 	uint16_t used_before = q->used_idx;
-	while ((ret = virtq_pop(q, b->elem)) == 1) {
-		if (!blk_start(b, b->elem)) {
+	while ((ret = virtq_pop(q, bq->elem)) == 1) {
+		if (!blk_start(bq, bq->elem)) {
 			malformed = true;
 			break;
 		}
-		if (io_uring_sq_space_left(&b->ring) == 0)
-			io_uring_submit(&b->ring);
+		if (io_uring_sq_space_left(&bq->ring) == 0)
+			io_uring_submit(&bq->ring);
 	}
-	io_uring_submit(&b->ring);
+	if (io_uring_sq_ready(&bq->ring))
+		io_uring_submit(&bq->ring);
 	if (malformed)
 		virtio_needs_reset(d, "malformed block request (no header or status byte, or a "
 				      "head already in flight)");
 	virtio_queue_end_pass(d, qi, malformed ? 0 : ret, used_before);
 }
 
-static void blk_reap(struct virtio_blk *b, bool deliver)
+#define REAP_BATCH 64
+
+/* Queue locked: takes every completion the ring holds, in batches. */
+static void blk_reap(struct virtio_blk_queue *bq, bool deliver)
 {
-	struct io_uring_cqe *cqe;
-	while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
-		uint64_t head = io_uring_cqe_get_data64(cqe);
-		int res = cqe->res;
-		io_uring_cqe_seen(&b->ring, cqe);
-		b->inflight--;
-		if (head >= VIRTIO_BLK_QUEUE_MAX || !b->reqs[head].in_use)
-			continue;
-		struct virtio_blk_req *r = &b->reqs[head];
-		if (!deliver) {
-			free(r->bounce);
-			r->bounce = NULL;
-			r->in_use = false;
-			continue;
+	struct io_uring_cqe *cqes[REAP_BATCH];
+	unsigned n;
+	while ((n = io_uring_peek_batch_cqe(&bq->ring, cqes, REAP_BATCH)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t head = io_uring_cqe_get_data64(cqes[i]);
+			int res = cqes[i]->res;
+			bq->inflight--;
+			if (head >= VIRTIO_BLK_QUEUE_MAX || !bq->reqs[head].in_use)
+				continue;
+			struct virtio_blk_req *r = &bq->reqs[head];
+			if (!deliver) {
+				free(r->bounce);
+				r->bounce = NULL;
+				r->in_use = false;
+				continue;
+			}
+			/* A short transfer is an error too: the guest asked for all of it. */
+			bool ok = res >= 0 && (uint32_t)res == r->expect;
+			if (ok && (r->type == VIRTIO_BLK_T_IN || r->type == VIRTIO_BLK_T_OUT))
+				atomic_fetch_add(&bq->blk->stats.bytes, (uint64_t)res);
+			blk_finish(bq, r, ok ? VIRTIO_BLK_S_OK : VIRTIO_BLK_S_IOERR);
 		}
-		/* A short transfer is an error too: the guest asked for all of it. */
-		bool ok = res >= 0 && (uint32_t)res == r->expect;
-		if (ok && (r->type == VIRTIO_BLK_T_IN || r->type == VIRTIO_BLK_T_OUT))
-			atomic_fetch_add(&b->stats.bytes, (uint64_t)res);
-		blk_finish(b, r, ok ? VIRTIO_BLK_S_OK : VIRTIO_BLK_S_IOERR);
+		io_uring_cq_advance(&bq->ring, n);
 	}
 }
 
-void virtio_blk_complete(struct virtio_blk *b)
+void virtio_blk_complete(struct virtio_blk_queue *bq)
 {
+	struct virtio_blk *b = bq->blk;
 	uint64_t count;
-	if (read(b->completion_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+	if (read(bq->completion_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		return;
-	virtio_lock(&b->vdev);
-	uint16_t before = b->vdev.vqs[0].used_idx;
-	blk_reap(b, b->vdev.vqs[0].size != 0);
-	virtio_queue_end_pass(&b->vdev, 0, 0, before);
-	virtio_unlock(&b->vdev);
+	virtio_queue_lock(&b->vdev, bq->index);
+	struct virtq *q = &b->vdev.vqs[bq->index];
+	uint16_t before = q->used_idx;
+	blk_reap(bq, q->size != 0);
+	/* The whole batch: one used-index update, at most one interrupt. */
+	virtio_queue_end_pass(&b->vdev, bq->index, 0, before);
+	virtio_queue_unlock(&b->vdev, bq->index);
 }
 
-/* Reset: wait for what is in flight, so no completion lands in memory the
- * driver has taken back, and forget it. */
+/* Waits for what is in flight on one queue and forgets it. */
+static void blk_queue_drain(struct virtio_blk_queue *bq)
+{
+	while (bq->inflight) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&bq->ring, &cqe) < 0)
+			break;
+		blk_reap(bq, false);
+	}
+	for (unsigned i = 0; i < VIRTIO_BLK_QUEUE_MAX; i++)
+		bq->reqs[i].in_use = false;
+}
+
+void virtio_blk_queue_quiesce(struct virtio_blk_queue *bq)
+{
+	virtio_queue_lock(&bq->blk->vdev, bq->index);
+	if (bq->ring_ready)
+		blk_queue_drain(bq);
+	virtio_queue_unlock(&bq->blk->vdev, bq->index);
+}
+
+/* Reset (every queue locked): wait for what is in flight, so no completion
+ * lands in memory the driver has taken back, and forget it. */
 static void blk_reset(struct virtio_dev *d)
 {
 	struct virtio_blk *b = d->priv;
-	while (b->inflight) {
-		struct io_uring_cqe *cqe;
-		if (io_uring_wait_cqe(&b->ring, &cqe) < 0)
-			break;
-		blk_reap(b, false);
-	}
-	for (unsigned i = 0; i < VIRTIO_BLK_QUEUE_MAX; i++)
-		b->reqs[i].in_use = false;
+	for (unsigned i = 0; i < b->nqueues; i++)
+		if (b->queues[i].ring_ready)
+			blk_queue_drain(&b->queues[i]);
 }
 
 static const struct virtio_dev_ops blk_ops = {
@@ -262,12 +310,36 @@ static const struct virtio_dev_ops blk_ops = {
     .reset = blk_reset,
 };
 
+static int blk_queue_init(struct virtio_blk *b, unsigned i, struct err *e)
+{
+	struct virtio_blk_queue *bq = &b->queues[i];
+	bq->blk = b;
+	bq->index = i;
+	bq->elem = malloc(sizeof(*bq->elem));
+	bq->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*bq->reqs));
+	if (!bq->elem || !bq->reqs)
+		return err_set(e, ERR_HOST, "out of memory");
+	int ret = io_uring_queue_init(VIRTIO_BLK_QUEUE_MAX, &bq->ring, 0);
+	if (ret < 0)
+		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
+	bq->ring_ready = true;
+	bq->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (bq->completion_fd < 0 || io_uring_register_eventfd(&bq->ring, bq->completion_fd) < 0)
+		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
+	return 0;
+}
+
 int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,
-		    struct err *e)
+		    unsigned queues, struct err *e)
 {
 	struct stat st;
 	memset(b, 0, sizeof(*b));
-	b->fd = b->completion_fd = -1;
+	b->fd = -1;
+	for (unsigned i = 0; i < VIRTIO_BLK_MAX_QUEUES; i++)
+		b->queues[i].completion_fd = -1;
+	if (queues < 1 || queues > VIRTIO_BLK_MAX_QUEUES)
+		return err_set(e, ERR_INPUT, "queues=%u: must be between 1 and %u", queues,
+			       VIRTIO_BLK_MAX_QUEUES);
 	snprintf(b->path, sizeof(b->path), "%s", path);
 	b->readonly = readonly;
 	b->direct = direct;
@@ -289,35 +361,35 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 	snprintf(b->id, sizeof(b->id), "vmm-%llx-%llx", (unsigned long long)st.st_dev,
 		 (unsigned long long)st.st_ino);
 	b->vdev.ops = &blk_ops;
-	b->vdev.extra_features = readonly ? VBLK_F(VIRTIO_BLK_F_RO) : 0;
+	b->vdev.num_queues = queues;
+	b->vdev.extra_features =
+	    (readonly ? VBLK_F(VIRTIO_BLK_F_RO) : 0) | (queues > 1 ? VBLK_F(VIRTIO_BLK_F_MQ) : 0);
 	b->vdev.priv = b;
-	b->elem = malloc(sizeof(*b->elem));
-	b->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*b->reqs));
-	if (!b->elem || !b->reqs)
-		return err_set(e, ERR_HOST, "out of memory");
-	int ret = io_uring_queue_init(VIRTIO_BLK_QUEUE_MAX, &b->ring, 0);
-	if (ret < 0)
-		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
-	b->ring_ready = true;
-	b->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (b->completion_fd < 0 || io_uring_register_eventfd(&b->ring, b->completion_fd) < 0)
-		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
+	b->nqueues = queues;
+	for (unsigned i = 0; i < queues; i++)
+		if (blk_queue_init(b, i, e))
+			return -1;
 	return 0;
 }
 
 void virtio_blk_destroy(struct virtio_blk *b)
 {
-	if (b->ring_ready) {
-		blk_reset(&b->vdev);
-		io_uring_queue_exit(&b->ring);
+	for (unsigned i = 0; i < VIRTIO_BLK_MAX_QUEUES; i++) {
+		struct virtio_blk_queue *bq = &b->queues[i];
+		if (bq->ring_ready) {
+			blk_queue_drain(bq);
+			io_uring_queue_exit(&bq->ring);
+			bq->ring_ready = false;
+		}
+		if (bq->completion_fd >= 0)
+			close(bq->completion_fd);
+		bq->completion_fd = -1;
+		free(bq->elem);
+		free(bq->reqs);
+		bq->elem = NULL;
+		bq->reqs = NULL;
 	}
-	if (b->completion_fd >= 0)
-		close(b->completion_fd);
 	if (b->fd >= 0)
 		close(b->fd);
-	free(b->elem);
-	free(b->reqs);
-	b->elem = NULL;
-	b->reqs = NULL;
-	b->fd = b->completion_fd = -1;
+	b->fd = -1;
 }

@@ -18,7 +18,7 @@ static void console_config_read(struct virtio_dev *d, unsigned off, void *data, 
 	memcpy(data, (uint8_t *)&cfg + off, len);
 }
 
-/* Fills posted receive buffers from the host buffer; transport locked. */
+/* Fills posted receive buffers from the host buffer; receive queue locked. */
 static void console_fill_rx(struct virtio_console *c)
 {
 	struct virtq *q = &c->vdev.vqs[CONSOLE_RXQ];
@@ -64,7 +64,7 @@ static void console_notify(struct virtio_dev *d, unsigned qi)
 	if (qi == CONSOLE_RXQ)
 		console_fill_rx(c);
 	else
-		virtio_queue_serve(d, CONSOLE_TXQ, c->elem, console_tx, c);
+		virtio_queue_serve(d, CONSOLE_TXQ, c->tx_elem, console_tx, c);
 }
 
 static const struct virtio_dev_ops console_ops = {
@@ -85,27 +85,29 @@ int virtio_console_init(struct virtio_console *c, struct char_sink out)
 	c->vdev.priv = c;
 	c->out = out;
 	c->elem = malloc(sizeof(*c->elem));
-	return c->elem ? 0 : -ENOMEM;
+	c->tx_elem = malloc(sizeof(*c->tx_elem));
+	return c->elem && c->tx_elem ? 0 : -ENOMEM;
 }
 
 size_t virtio_console_receive(struct virtio_console *c, const uint8_t *buf, size_t len)
 {
 	size_t n = 0;
-	virtio_lock(&c->vdev);
+	virtio_queue_lock(&c->vdev, CONSOLE_RXQ);
 	while (n < len && c->rx_count < VIRTIO_CONSOLE_RX_CAP) {
 		c->rx[(c->rx_head + c->rx_count) % VIRTIO_CONSOLE_RX_CAP] = buf[n++];
 		c->rx_count++;
 	}
 	atomic_fetch_add(&c->rx_dropped, len - n);
 	/* Host input is not a driver request: only a live device uses buffers. */
-	if (virtio_live(&c->vdev))
+	if (virtio_queue_live(&c->vdev, CONSOLE_RXQ))
 		console_fill_rx(c);
-	virtio_unlock(&c->vdev);
+	virtio_queue_unlock(&c->vdev, CONSOLE_RXQ);
 	return n;
 }
 
 void virtio_console_destroy(struct virtio_console *c)
 {
 	free(c->elem);
-	c->elem = NULL;
+	free(c->tx_elem);
+	c->elem = c->tx_elem = NULL;
 }

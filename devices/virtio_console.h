@@ -17,8 +17,8 @@
 struct virtio_console {
 	struct virtio_dev vdev;
 	struct char_sink out;
-	struct virtq_elem *elem;
-	uint8_t rx[VIRTIO_CONSOLE_RX_CAP];
+	struct virtq_elem *elem, *tx_elem; /* receive, transmit (each under its queue's lock) */
+	uint8_t rx[VIRTIO_CONSOLE_RX_CAP]; /* under the receive queue's lock */
 	size_t rx_head, rx_count;
 	atomic_uint_fast64_t tx_bytes, rx_bytes, rx_dropped;
 };

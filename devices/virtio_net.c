@@ -13,7 +13,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { NET_RXQ = 0, NET_TXQ = 1 };
 #define NET_F(bit) (1ULL << (bit))
 
 static void net_config_read(struct virtio_dev *d, unsigned off, void *data, unsigned len)
@@ -23,33 +22,35 @@ static void net_config_read(struct virtio_dev *d, unsigned off, void *data, unsi
 	memset(&cfg, 0, sizeof(cfg));
 	memcpy(cfg.mac, n->mac, 6);
 	cfg.status = VIRTIO_NET_S_LINK_UP;
-	cfg.max_virtqueue_pairs = 1;
+	cfg.max_virtqueue_pairs = (uint16_t)n->npairs; /* 5.1.4: read with VIRTIO_NET_F_MQ */
 	memcpy(data, (uint8_t *)&cfg + off, len);
 }
 
 /*
- * Delivers the waiting frame into receive buffers; with MRG_RXBUF it may
- * span several, and num_buffers in the first header says how many
- * (5.1.6.4). First counts whether the posted buffers can hold it (giving
- * them back if not, so no partial frame is ever used: 5.1.6.4.2), then
- * fills them. Returns false when the guest has no room yet. Locked.
+ * Delivers the pair's waiting frame into its receive buffers; with
+ * MRG_RXBUF it may span several, and num_buffers in the first header says
+ * how many (5.1.6.4). First counts whether the posted buffers can hold it
+ * (giving them back if not, so no partial frame is ever used: 5.1.6.4.2),
+ * then fills them. Returns false when the guest has no room yet. Receive
+ * queue locked.
  */
-static bool net_deliver_frame(struct virtio_net *n)
+static bool net_deliver_frame(struct virtio_net_pair *p)
 {
-	struct virtq *q = &n->vdev.vqs[NET_RXQ];
+	struct virtio_net *n = p->net;
+	struct virtq *q = &n->vdev.vqs[virtio_net_rxq(p->index)];
+	struct virtq_elem *elem = p->rx_elem;
 	bool mrg = virtio_has_feature(&n->vdev, VIRTIO_NET_F_MRG_RXBUF);
 	uint64_t room = 0;
 	uint16_t need = 0;
 	int ret = 0;
 	bool unusable = false;
-	while (room < n->frame_len && need < q->size && (ret = virtq_pop(q, n->elem)) == 1) {
+	while (room < p->frame_len && need < q->size && (ret = virtq_pop(q, elem)) == 1) {
 		need++;
-		if (need == 1 &&
-		    (n->elem->nin == 0 || n->elem->in[0].iov_len < VIRTIO_NET_HDR_LEN)) {
+		if (need == 1 && (elem->nin == 0 || elem->in[0].iov_len < VIRTIO_NET_HDR_LEN)) {
 			unusable = true; /* the header must fit in the first buffer */
 			break;
 		}
-		room += n->elem->in_len;
+		room += elem->in_len;
 		if (!mrg)
 			break;
 	}
@@ -62,95 +63,108 @@ static bool net_deliver_frame(struct virtio_net *n)
 		virtio_needs_reset(&n->vdev, "receive buffer smaller than the 12-byte header");
 		return false;
 	}
-	if (room < n->frame_len) {
+	if (room < p->frame_len) {
 		/* Too small for good (one buffer without MRG_RXBUF, or the whole
 		 * ring): drop the frame. Else wait until the guest posts more. */
 		if (ret == 0 && (mrg || need == 0) && need < q->size)
 			return false;
 		atomic_fetch_add(&n->rx_dropped, 1);
-		n->frame_len = 0;
+		p->frame_len = 0;
 		return true;
 	}
 	size_t off = 0;
 	uint8_t *first_hdr = NULL;
 	for (uint16_t i = 0; i < need; i++) {
-		if (virtq_pop(q, n->elem) != 1)
+		if (virtq_pop(q, elem) != 1)
 			break; /* the guest rewrote its ring under us: stop */
-		if (i == 0 && n->elem->nin && n->elem->in[0].iov_len >= VIRTIO_NET_HDR_LEN)
-			first_hdr = n->elem->in[0].iov_base;
+		if (i == 0 && elem->nin && elem->in[0].iov_len >= VIRTIO_NET_HDR_LEN)
+			first_hdr = elem->in[0].iov_base;
 		uint64_t done =
-		    buf_to_iov(n->elem->in, n->elem->nin, 0, n->frame + off, n->frame_len - off);
+		    buf_to_iov(elem->in, elem->nin, 0, p->frame + off, p->frame_len - off);
 		off += done;
-		virtq_push(q, n->elem->head, (uint32_t)done);
+		virtq_fill(q, elem->head, (uint32_t)done);
 	}
 	/* num_buffers: little-endian u16 at offset 10 of the first header. */
 	uint8_t nb[2] = {(uint8_t)need, (uint8_t)(need >> 8)};
 	if (first_hdr)
 		memcpy(first_hdr + 10, nb, 2);
 	atomic_fetch_add(&n->rx_frames, 1);
-	n->frame_len = 0;
+	p->frame_len = 0;
 	return true;
 }
 
-/* A tap deleted under us (ip link del) leaves our file detached: tun then
- * answers every read and write with EBADFD, and nothing can attach it
+/* A tap deleted under us (ip link del) leaves our files detached: tun then
+ * answers every read and write with EBADFD, and nothing can attach them
  * again. The device cannot go on (2.1.2): NEEDS_RESET, also after each
  * reset, and no more buffers are used; the VMM and other devices go on.
- * Locked. */
-static void net_note_tap_error(struct virtio_net *n)
+ * A queue we detached ourselves (a pair not in use) answers EBADFD too:
+ * that is not a gone tap. */
+static void net_note_tap_error(struct virtio_net_pair *p)
 {
-	if (errno == EBADFD)
-		n->tap_gone = true;
+	if (errno == EBADFD && atomic_load(&p->attached))
+		atomic_store(&p->net->tap_gone, true);
 }
 
 static bool net_check_tap_gone(struct virtio_net *n)
 {
-	if (n->tap_gone) {
+	bool gone = atomic_load(&n->tap_gone);
+	if (gone) {
 		char why[IFNAMSIZ + 48];
 		snprintf(why, sizeof(why), "tap %s is gone (deleted on the host)", n->ifname);
 		virtio_needs_reset(&n->vdev, why);
 	}
-	return n->tap_gone;
+	return gone;
 }
 
-/* Reads frames from the tap while the guest has room. Locked. */
-static void net_rx(struct virtio_net *n)
+/* 5.1.6.5.5: receive only on the pairs in use. */
+static bool net_pair_in_use(const struct virtio_net_pair *p)
 {
-	uint16_t used_before = n->vdev.vqs[NET_RXQ].used_idx;
-	if (!n->vdev.vqs[NET_RXQ].size)
+	return p->index < atomic_load(&p->net->curr_pairs);
+}
+
+/* Reads frames from the pair's tap file while the guest has room. Receive
+ * queue locked. */
+static void net_rx(struct virtio_net_pair *p)
+{
+	struct virtio_net *n = p->net;
+	unsigned qi = virtio_net_rxq(p->index);
+	uint16_t used_before = n->vdev.vqs[qi].used_idx;
+	if (!n->vdev.vqs[qi].size)
 		return;
-	for (;;) {
-		if (n->frame_len == 0) {
-			ssize_t r = read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX);
+	while (net_pair_in_use(p)) {
+		if (p->frame_len == 0) {
+			ssize_t r = read(p->tap_fd, p->frame, VIRTIO_NET_FRAME_MAX);
 			if (r < 0)
-				net_note_tap_error(n);
+				net_note_tap_error(p);
 			if (r <= VIRTIO_NET_HDR_LEN)
 				break; /* EAGAIN, error, or a runt */
-			n->frame_len = (size_t)r;
+			p->frame_len = (size_t)r;
 		}
-		if (!net_deliver_frame(n))
+		if (!net_deliver_frame(p))
 			break;
 	}
-	virtio_queue_end_pass(&n->vdev, NET_RXQ, 0, used_before);
+	/* One used-index update and one interrupt decision for the batch. */
+	virtio_queue_end_pass(&n->vdev, qi, 0, used_before);
 }
 
 /* A transmit buffer: header and frame go to the tap as they are (the tap
  * takes the same vnet header). */
 static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 {
-	struct virtio_net *n = ctx;
-	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(n->tap_fd, e->out, (int)e->nout) < 0) {
+	struct virtio_net_pair *p = ctx;
+	struct virtio_net *n = p->net;
+	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(p->tap_fd, e->out, (int)e->nout) < 0) {
 		if (e->out_len >= VIRTIO_NET_HDR_LEN) {
 			int err = errno;
-			net_note_tap_error(n);
+			net_note_tap_error(p);
 			/* Said once (a down link fails every frame); --stats counts. */
-			if (!n->tx_warned && !n->tap_gone)
+			if (!atomic_load(&n->tap_gone) && atomic_load(&p->attached) &&
+			    !atomic_exchange(&n->tx_warned, true))
 				log_warn(n->log,
 					 "virtio-net: sending to tap %s failed: %s%s (further "
 					 "failures are counted in --stats tx-errors)",
 					 n->ifname, strerror(err),
 					 err == EIO ? " (is the link down?)" : "");
-			n->tx_warned = true;
 		}
 		atomic_fetch_add(&n->tx_errors, 1);
 	} else {
@@ -159,39 +173,114 @@ static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 	return 0;
 }
 
+/* Attaches the tap queues of the pairs in use and detaches the others
+ * (multiqueue only; a tap that is gone refuses, which is reported
+ * elsewhere). Under the control queue's lock, or every queue's. */
+static void net_apply_pairs(struct virtio_net *n, unsigned pairs)
+{
+	atomic_store(&n->curr_pairs, pairs);
+	if (n->npairs < 2)
+		return;
+	for (unsigned i = 1; i < n->npairs; i++) {
+		bool want = i < pairs;
+		if (atomic_load(&n->pairs[i].attached) == want)
+			continue;
+		if (!want)
+			atomic_store(&n->pairs[i].attached, false);
+		if (net_tap_attach_queue(n->pairs[i].tap_fd, want) == 0 && want)
+			atomic_store(&n->pairs[i].attached, true);
+	}
+}
+
+/* One control command (5.1.6.5): class, command and data are driver-
+ * readable, the ack byte device-writable. Returns the ack. */
+static uint8_t net_ctrl_command(struct virtio_net *n, const struct virtq_elem *e)
+{
+	uint8_t hdr[2];
+	if (iov_to_buf(e->out, e->nout, 0, hdr, sizeof(hdr)) != sizeof(hdr))
+		return VIRTIO_NET_ERR;
+	/* 5.1.6.5.5: the only command class of the features offered. */
+	if (hdr[0] == VIRTIO_NET_CTRL_MQ && hdr[1] == VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET &&
+	    virtio_has_feature(&n->vdev, VIRTIO_NET_F_MQ)) {
+		uint8_t le[2];
+		if (e->out_len != sizeof(hdr) + sizeof(le) ||
+		    iov_to_buf(e->out, e->nout, sizeof(hdr), le, sizeof(le)) != sizeof(le))
+			return VIRTIO_NET_ERR;
+		unsigned pairs = (unsigned)le[0] | (unsigned)le[1] << 8;
+		if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > n->npairs)
+			return VIRTIO_NET_ERR;
+		net_apply_pairs(n, pairs);
+		atomic_store(&n->pairs_set, pairs);
+		return VIRTIO_NET_OK;
+	}
+	return VIRTIO_NET_ERR; /* a class or command not offered */
+}
+
+/* Control queue locked: each command answered in its ack byte. */
+static void net_ctrl(struct virtio_net *n, unsigned qi)
+{
+	struct virtq *q = &n->vdev.vqs[qi];
+	uint16_t used_before = q->used_idx;
+	int ret;
+	while ((ret = virtq_pop(q, n->ctrl_elem)) == 1) {
+		const struct virtq_elem *e = n->ctrl_elem;
+		if (e->in_len < 1 || e->out_len < 2) {
+			virtio_needs_reset(&n->vdev, "control command without header or ack byte");
+			break;
+		}
+		uint8_t ack = net_ctrl_command(n, e);
+		atomic_fetch_add(ack == VIRTIO_NET_OK ? &n->ctrl_ok : &n->ctrl_err, 1);
+		buf_to_iov(e->in, e->nin, 0, &ack, 1);
+		virtq_fill(q, e->head, 1);
+	}
+	virtio_queue_end_pass(&n->vdev, qi, ret, used_before);
+}
+
+/* Queue qi locked. */
 static void net_notify(struct virtio_dev *d, unsigned qi)
 {
 	struct virtio_net *n = d->priv;
 	if (net_check_tap_gone(n))
 		return;
-	if (qi == NET_RXQ)
-		net_rx(n);
+	if (n->npairs > 1 && qi == virtio_net_ctrlq(n)) {
+		net_ctrl(n, qi);
+		return;
+	}
+	struct virtio_net_pair *p = &n->pairs[qi / 2];
+	if (qi % 2 == 0)
+		net_rx(p);
 	else
-		virtio_queue_serve(d, NET_TXQ, n->elem, net_tx, n);
+		virtio_queue_serve(d, qi, p->tx_elem, net_tx, p);
 	net_check_tap_gone(n);
 }
 
+/* Every queue locked: back to one pair in use (5.1.6.5.5: multiqueue is
+ * off until the driver turns it on). */
 static void net_reset(struct virtio_dev *d)
 {
 	struct virtio_net *n = d->priv;
-	n->frame_len = 0;
+	for (unsigned i = 0; i < n->npairs; i++)
+		n->pairs[i].frame_len = 0;
+	net_apply_pairs(n, 1);
 }
 
-void virtio_net_tap_ready(struct virtio_net *n)
+void virtio_net_tap_ready(struct virtio_net_pair *p)
 {
-	virtio_lock(&n->vdev);
-	if (n->vdev.vqs[NET_RXQ].size && virtio_live(&n->vdev))
-		net_rx(n);
-	else {
+	struct virtio_net *n = p->net;
+	unsigned qi = virtio_net_rxq(p->index);
+	virtio_queue_lock(&n->vdev, qi);
+	if (n->vdev.vqs[qi].size && virtio_queue_live(&n->vdev, qi)) {
+		net_rx(p);
+	} else {
 		/* Not running: drain and drop, so the tap does not stay readable. */
 		ssize_t r;
-		while ((r = read(n->tap_fd, n->frame, VIRTIO_NET_FRAME_MAX)) > 0)
+		while ((r = read(p->tap_fd, p->frame, VIRTIO_NET_FRAME_MAX)) > 0)
 			atomic_fetch_add(&n->rx_dropped, 1);
 		if (r < 0)
-			net_note_tap_error(n);
+			net_note_tap_error(p);
 	}
 	net_check_tap_gone(n);
-	virtio_unlock(&n->vdev);
+	virtio_queue_unlock(&n->vdev, qi);
 }
 
 static const struct virtio_dev_ops net_ops = {
@@ -208,28 +297,51 @@ static const struct virtio_dev_ops net_ops = {
     .reset = net_reset,
 };
 
-int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, struct log *log,
-		    struct err *e)
+int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *mac, unsigned pairs,
+		    struct log *log, struct err *e)
 {
 	memset(n, 0, sizeof(*n));
-	n->tap_fd = -1;
+	for (unsigned i = 0; i < VIRTIO_NET_MAX_PAIRS; i++)
+		n->pairs[i].tap_fd = -1;
+	if (pairs < 1 || pairs > VIRTIO_NET_MAX_PAIRS)
+		return err_set(e, ERR_INPUT, "queues=%u: must be between 1 and %u", pairs,
+			       (unsigned)VIRTIO_NET_MAX_PAIRS);
 	n->log = log;
+	n->npairs = pairs;
 	n->vdev.ops = &net_ops;
 	n->vdev.priv = n;
-	n->elem = malloc(sizeof(*n->elem));
-	n->frame = malloc(VIRTIO_NET_FRAME_MAX);
-	if (!n->elem || !n->frame)
+	/* 5.1.2: receiveq1..N, transmitq1..N, then the control queue. */
+	n->vdev.num_queues = pairs > 1 ? 2 * pairs + 1 : 2;
+	n->vdev.extra_features =
+	    pairs > 1 ? NET_F(VIRTIO_NET_F_MQ) | NET_F(VIRTIO_NET_F_CTRL_VQ) : 0;
+	n->ctrl_elem = malloc(sizeof(*n->ctrl_elem));
+	if (!n->ctrl_elem)
 		return err_set(e, ERR_HOST, "out of memory");
-	n->tap_fd = net_tap_open(tap_name, n->ifname, &n->tap_created, e);
-	if (n->tap_fd < 0)
+	int fds[VIRTIO_NET_MAX_PAIRS];
+	for (unsigned i = 0; i < pairs; i++) {
+		struct virtio_net_pair *p = &n->pairs[i];
+		p->net = n;
+		p->index = i;
+		p->rx_elem = malloc(sizeof(*p->rx_elem));
+		p->tx_elem = malloc(sizeof(*p->tx_elem));
+		p->frame = malloc(VIRTIO_NET_FRAME_MAX);
+		if (!p->rx_elem || !p->tx_elem || !p->frame)
+			return err_set(e, ERR_HOST, "out of memory");
+	}
+	if (net_tap_open_queues(tap_name, pairs, fds, n->ifname, &n->tap_created, e))
 		return -1;
+	for (unsigned i = 0; i < pairs; i++) {
+		n->pairs[i].tap_fd = fds[i];
+		atomic_store(&n->pairs[i].attached, true);
+	}
+	net_apply_pairs(n, 1);
 	if (mac) {
 		memcpy(n->mac, mac, 6);
 	} else {
 		/* Locally administered, unicast, stable for a tap name. */
 		uint32_t h = 2166136261u;
-		for (const char *p = n->ifname; *p; p++)
-			h = (h ^ (uint8_t)*p) * 16777619u;
+		for (const char *c = n->ifname; *c; c++)
+			h = (h ^ (uint8_t)*c) * 16777619u;
 		uint8_t m[6] = {0x52,	   0x54, 0x00, (uint8_t)(h >> 16), (uint8_t)(h >> 8),
 				(uint8_t)h};
 		memcpy(n->mac, m, 6);
@@ -239,11 +351,17 @@ int virtio_net_init(struct virtio_net *n, const char *tap_name, const uint8_t *m
 
 void virtio_net_destroy(struct virtio_net *n)
 {
-	if (n->tap_fd >= 0)
-		close(n->tap_fd);
-	free(n->elem);
-	free(n->frame);
-	n->elem = NULL;
-	n->frame = NULL;
-	n->tap_fd = -1;
+	for (unsigned i = 0; i < VIRTIO_NET_MAX_PAIRS; i++) {
+		struct virtio_net_pair *p = &n->pairs[i];
+		if (p->tap_fd >= 0)
+			close(p->tap_fd);
+		p->tap_fd = -1;
+		free(p->rx_elem);
+		free(p->tx_elem);
+		free(p->frame);
+		p->rx_elem = p->tx_elem = NULL;
+		p->frame = NULL;
+	}
+	free(n->ctrl_elem);
+	n->ctrl_elem = NULL;
 }

@@ -30,96 +30,153 @@ static struct virtio_pci *vp_of(struct virtio_transport *t)
 	return (struct virtio_pci *)((char *)t - offsetof(struct virtio_pci, transport));
 }
 
-static void vp_lock(struct virtio_transport *t)
+static void vp_queue_lock(struct virtio_transport *t, unsigned q)
 {
-	pthread_mutex_lock(&vp_of(t)->lock);
+	pthread_mutex_lock(&vp_of(t)->queues[q].lock);
 }
 
-static void vp_unlock(struct virtio_transport *t)
+static void vp_queue_unlock(struct virtio_transport *t, unsigned q)
 {
-	pthread_mutex_unlock(&vp_of(t)->lock);
+	pthread_mutex_unlock(&vp_of(t)->queues[q].lock);
+}
+
+/* Every queue's lock, in index order, under the configuration lock: what
+ * DRIVER_OK and a reset hold, so no queue path runs while they change the
+ * queues. */
+static void vp_lock_all_queues(struct virtio_pci *vp)
+{
+	for (unsigned i = 0; i < vp->nq; i++)
+		pthread_mutex_lock(&vp->queues[i].lock);
+}
+
+static void vp_unlock_all_queues(struct virtio_pci *vp)
+{
+	for (unsigned i = vp->nq; i-- > 0;)
+		pthread_mutex_unlock(&vp->queues[i].lock);
+}
+
+/* The status as the driver reads it. */
+static uint8_t vp_status(struct virtio_pci *vp)
+{
+	return (uint8_t)(atomic_load(&vp->status) |
+			 (atomic_load(&vp->needs_reset) ? VIRTIO_CONFIG_S_NEEDS_RESET : 0));
 }
 
 /* Everything named _locked runs with vp->lock held; the entry points
- * (BAR accesses, notify and resample handlers, the transport's lock op for
- * a device's own I/O paths) take it once. */
+ * (BAR accesses, the resample handler) take it once. Queue paths (notify
+ * handlers, a device's completions) take only their queue's lock. */
 
 /* Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. The configuration
- * bit is set under MSI-X too (4.1.4.5.1). */
-static void vp_interrupt_locked(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
+ * bit is set under MSI-X too (4.1.4.5.1). Any lock above isr_lock, or
+ * none. Returns how it went: the vector, VIRTIO_PCI_LAST_INTX, or
+ * VIRTIO_PCI_LAST_NONE (MSI-X on and no vector assigned). */
+static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
 {
-	if (isr_bit == VIRTIO_PCI_ISR_CONFIG)
+	unsigned how = vec;
+	if (isr_bit == VIRTIO_PCI_ISR_CONFIG) {
+		pthread_mutex_lock(&vp->isr_lock);
 		vp->isr |= isr_bit;
+		pthread_mutex_unlock(&vp->isr_lock);
+	}
 	/* msix_fire() drops a vector beyond the table, NO_VECTOR included
 	 * (4.1.5.1.2: no interrupt then), and says false while MSI-X is off. */
-	if (!msix_fire(&vp->msix, vec)) {
+	if (msix_fire(&vp->msix, vec)) {
+		if (vec >= vp->msix.nvectors)
+			return VIRTIO_PCI_LAST_NONE; /* dropped: not an interrupt */
+	} else {
+		/* The bit and the level change together: an ISR read between
+		 * them would otherwise lower a line whose bit it never saw. */
+		pthread_mutex_lock(&vp->isr_lock);
 		vp->isr |= isr_bit;
 		pci_device_set_intx(&vp->pci, true);
+		pthread_mutex_unlock(&vp->isr_lock);
+		how = VIRTIO_PCI_LAST_INTX;
 	}
 	atomic_fetch_add(&vp->interrupts, 1);
+	return how;
 }
 
+/* Queue q locked. */
 static void vp_queue_used_locked(struct virtio_transport *t, unsigned q)
 {
 	struct virtio_pci *vp = vp_of(t);
-	if (q < vp->dev->ops->num_queues && virtq_should_notify(&vp->dev->vqs[q]))
-		vp_interrupt_locked(vp, vp->queues[q].msix_vector, VIRTIO_PCI_ISR_QUEUE);
-}
-
-/* 2.1.2: a device that cannot go on sets NEEDS_RESET and, once DRIVER_OK
- * was set, sends a configuration change notification. */
-static void vp_needs_reset_locked(struct virtio_transport *t, const char *why)
-{
-	struct virtio_pci *vp = vp_of(t);
-	if (vp->status & VIRTIO_CONFIG_S_NEEDS_RESET)
+	if (q >= vp->nq)
 		return;
-	log_guest_warn(vp->host.log, &vp->reset_warnings, "%s: device needs reset: %s",
-		       vp->pci.name, why);
-	vp->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
-	atomic_fetch_add(&vp->broken, 1);
-	if (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) {
-		vp->config_generation++;
-		vp_interrupt_locked(vp, vp->msix_config, VIRTIO_PCI_ISR_CONFIG);
+	struct virtio_pci_queue *pq = &vp->queues[q];
+	struct virtq *vq = &vp->dev->vqs[q];
+	atomic_fetch_add(&pq->requests, (uint16_t)(vq->used_idx - pq->used_counted));
+	pq->used_counted = vq->used_idx;
+	if (virtq_should_notify(vq)) {
+		unsigned how = vp_interrupt(vp, pq->msix_vector, VIRTIO_PCI_ISR_QUEUE);
+		if (how != VIRTIO_PCI_LAST_NONE) {
+			atomic_fetch_add(&pq->interrupts, 1);
+			atomic_store(&pq->last_vector, how);
+		}
 	}
 }
 
-static bool vp_live_locked(struct virtio_transport *t)
+/* 2.1.2: a device that cannot go on sets NEEDS_RESET and, once DRIVER_OK
+ * was set, sends a configuration change notification. Under the
+ * configuration lock or a queue lock: atomics only, the first caller
+ * reports. */
+static void vp_needs_reset(struct virtio_transport *t, const char *why)
 {
 	struct virtio_pci *vp = vp_of(t);
-	return (vp->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-	       !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET);
+	if (atomic_exchange(&vp->needs_reset, true))
+		return;
+	log_guest_warn(vp->host.log, &vp->reset_warnings, "%s: device needs reset: %s",
+		       vp->pci.name, why);
+	atomic_fetch_add(&vp->broken, 1);
+	if (atomic_load(&vp->status) & VIRTIO_CONFIG_S_DRIVER_OK) {
+		atomic_fetch_add(&vp->config_generation, 1);
+		vp_interrupt(vp, atomic_load(&vp->msix_config), VIRTIO_PCI_ISR_CONFIG);
+	}
+}
+
+/* Queue q locked. */
+static bool vp_live_locked(struct virtio_transport *t, unsigned q)
+{
+	struct virtio_pci *vp = vp_of(t);
+	return q < vp->nq && vp->queues[q].live && !atomic_load(&vp->needs_reset);
 }
 
 static const struct virtio_transport_ops vp_transport_ops = {
     .queue_used = vp_queue_used_locked,
-    .needs_reset = vp_needs_reset_locked,
+    .needs_reset = vp_needs_reset,
     .live = vp_live_locked,
-    .lock = vp_lock,
-    .unlock = vp_unlock,
+    .queue_lock = vp_queue_lock,
+    .queue_unlock = vp_queue_unlock,
 };
 
 static void vp_reset_locked(struct virtio_pci *vp)
 {
 	struct virtio_dev *d = vp->dev;
+	vp_lock_all_queues(vp);
 	if (d->ops->reset)
 		d->ops->reset(d);
-	for (unsigned i = 0; i < d->ops->num_queues; i++) {
+	for (unsigned i = 0; i < vp->nq; i++) {
 		struct virtio_pci_queue *q = &vp->queues[i];
 		q->size = d->ops->queue_max;
 		q->msix_vector = VIRTIO_MSI_NO_VECTOR;
 		q->enabled = false;
+		q->live = false;
+		q->used_counted = 0;
 		q->desc = q->driver = q->device = 0;
 		memset(&d->vqs[i], 0, sizeof(d->vqs[i]));
 	}
+	d->features = 0;
+	atomic_store(&vp->needs_reset, false);
+	atomic_store(&vp->status, 0);
+	vp_unlock_all_queues(vp);
 	vp->device_feature_select = vp->driver_feature_select = 0;
 	vp->driver_features = 0;
-	d->features = 0;
-	vp->msix_config = VIRTIO_MSI_NO_VECTOR;
+	atomic_store(&vp->msix_config, VIRTIO_MSI_NO_VECTOR);
 	vp->queue_select = 0;
-	vp->status = 0;
 	vp->late_setup_logged = false;
+	pthread_mutex_lock(&vp->isr_lock);
 	vp->isr = 0;
 	pci_device_set_intx(&vp->pci, false);
+	pthread_mutex_unlock(&vp->isr_lock);
 }
 
 static uint16_t vp_valid_vector(struct virtio_pci *vp, uint16_t v)
@@ -145,7 +202,7 @@ static unsigned cc_width(unsigned off)
 static uint32_t vp_common_read_locked(struct virtio_pci *vp, unsigned off)
 {
 	struct virtio_pci_queue *q =
-	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
+	    vp->queue_select < vp->nq ? &vp->queues[vp->queue_select] : NULL;
 	switch (off) {
 	case VIRTIO_PCI_COMMON_DFSELECT: return vp->device_feature_select;
 	case VIRTIO_PCI_COMMON_DF:
@@ -157,10 +214,10 @@ static uint32_t vp_common_read_locked(struct virtio_pci *vp, unsigned off)
 		return vp->driver_feature_select < 2
 			   ? (uint32_t)(vp->driver_features >> (32 * vp->driver_feature_select))
 			   : 0;
-	case VIRTIO_PCI_COMMON_MSIX: return vp->msix_config;
-	case VIRTIO_PCI_COMMON_NUMQ: return vp->dev->ops->num_queues;
-	case VIRTIO_PCI_COMMON_STATUS: return vp->status;
-	case VIRTIO_PCI_COMMON_CFGGENERATION: return vp->config_generation;
+	case VIRTIO_PCI_COMMON_MSIX: return atomic_load(&vp->msix_config);
+	case VIRTIO_PCI_COMMON_NUMQ: return vp->nq;
+	case VIRTIO_PCI_COMMON_STATUS: return vp_status(vp);
+	case VIRTIO_PCI_COMMON_CFGGENERATION: return atomic_load(&vp->config_generation);
 	case VIRTIO_PCI_COMMON_Q_SELECT: return vp->queue_select;
 	/* 4.1.4.3.2: a selected queue that does not exist has size 0. */
 	case VIRTIO_PCI_COMMON_Q_SIZE: return q ? q->size : 0;
@@ -196,14 +253,14 @@ static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 		vp_reset_locked(vp); /* 4.1.4.3.1: writing 0 resets the device */
 		return;
 	}
-	uint8_t old = vp->status;
+	uint8_t old = vp_status(vp);
 	/* 2.1.1: "The driver MUST NOT clear a device status bit" (but by
 	 * writing 0). A write that does is a broken driver: the bits stay,
 	 * the device needs a reset (2.1.2). NEEDS_RESET is the device's bit. */
 	if ((old & (uint8_t)~VIRTIO_CONFIG_S_NEEDS_RESET) & (uint8_t)~v) {
 		char why[64];
 		snprintf(why, sizeof(why), "device status 0x%02x written over 0x%02x", v, old);
-		vp_needs_reset_locked(&vp->transport, why);
+		vp_needs_reset(&vp->transport, why);
 		return;
 	}
 	if ((v & VIRTIO_CONFIG_S_FEATURES_OK) && !(old & VIRTIO_CONFIG_S_FEATURES_OK)) {
@@ -216,59 +273,79 @@ static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 		else
 			v &= (uint8_t)~VIRTIO_CONFIG_S_FEATURES_OK;
 	}
-	vp->status = (uint8_t)(v | (old & VIRTIO_CONFIG_S_NEEDS_RESET));
-	if (!(v & VIRTIO_CONFIG_S_DRIVER_OK) || (old & VIRTIO_CONFIG_S_DRIVER_OK))
+	v &= (uint8_t)~VIRTIO_CONFIG_S_NEEDS_RESET; /* the device's bit */
+	if (!(v & VIRTIO_CONFIG_S_DRIVER_OK) || (old & VIRTIO_CONFIG_S_DRIVER_OK)) {
+		atomic_store(&vp->status, v);
 		return;
+	}
+	/* DRIVER_OK: the enabled queues go live, each to the I/O thread that
+	 * owns it, until the next reset. */
+	bool kick[VIRTIO_MAX_QUEUES] = {false};
+	vp_lock_all_queues(vp);
+	atomic_store(&vp->status, v);
+	for (unsigned i = 0; i < vp->nq; i++) {
+		vp->queues[i].live = vp->queues[i].enabled;
+		/* The device looks now, on the I/O thread, at each enabled queue
+		 * that holds buffers: a driver may have queued them (and
+		 * notified, which was dropped) before DRIVER_OK, as Linux 5.10's
+		 * virtio-rng does in its probe. */
+		kick[i] = vp->queues[i].enabled && virtq_has_avail(&d->vqs[i]);
+	}
 	if (d->ops->activate)
 		d->ops->activate(d);
-	/* The device looks now, on the I/O thread, at each enabled queue that
-	 * holds buffers: a driver may have queued them (and notified, which was
-	 * dropped) before DRIVER_OK, as Linux 5.10's virtio-rng does in its
-	 * probe. */
-	for (unsigned i = 0; i < d->ops->num_queues; i++)
-		if (vp->queues[i].enabled && virtq_has_avail(&d->vqs[i]))
+	vp_unlock_all_queues(vp);
+	for (unsigned i = 0; i < vp->nq; i++)
+		if (kick[i])
 			vp_kick_queue(&vp->queues[i], true);
 }
 
 static void vp_queue_enable_locked(struct virtio_pci *vp, struct virtio_pci_queue *q, unsigned idx)
 {
 	struct virtio_dev *d = vp->dev;
+	pthread_mutex_lock(&q->lock);
 	int ret = virtq_init(&d->vqs[idx], vp->mem, q->size, d->ops->queue_max, q->desc, q->driver,
 			     q->device, virtio_has_feature(d, VIRTIO_RING_F_EVENT_IDX));
+	q->enabled = ret == 0;
+	pthread_mutex_unlock(&q->lock);
 	if (ret) {
 		char why[96];
 		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx,
 			 q->size, (unsigned long long)q->desc, virtq_error_name(ret));
-		vp_needs_reset_locked(&vp->transport, why);
-		return;
+		vp_needs_reset(&vp->transport, why);
 	}
-	q->enabled = true;
 }
 
 static void vp_common_write_locked(struct virtio_pci *vp, unsigned off, uint32_t v)
 {
 	struct virtio_pci_queue *q =
-	    vp->queue_select < vp->dev->ops->num_queues ? &vp->queues[vp->queue_select] : NULL;
+	    vp->queue_select < vp->nq ? &vp->queues[vp->queue_select] : NULL;
 	/* Queue set-up counts only between FEATURES_OK and DRIVER_OK; the
 	 * vector registers are exempt (Linux 4.15-5.11 write them after reset). */
+	uint8_t status = atomic_load(&vp->status);
 	bool setup_window =
-	    (vp->status & VIRTIO_CONFIG_S_FEATURES_OK) && !(vp->status & VIRTIO_CONFIG_S_DRIVER_OK);
+	    (status & VIRTIO_CONFIG_S_FEATURES_OK) && !(status & VIRTIO_CONFIG_S_DRIVER_OK);
 	switch (off) {
 	case VIRTIO_PCI_COMMON_DFSELECT: vp->device_feature_select = v; return;
 	case VIRTIO_PCI_COMMON_GFSELECT: vp->driver_feature_select = v; return;
 	case VIRTIO_PCI_COMMON_GF:
-		if (vp->driver_feature_select < 2 && !(vp->status & VIRTIO_CONFIG_S_FEATURES_OK)) {
+		if (vp->driver_feature_select < 2 && !(status & VIRTIO_CONFIG_S_FEATURES_OK)) {
 			unsigned shift = 32 * vp->driver_feature_select;
 			vp->driver_features = (vp->driver_features & ~(0xFFFFFFFFULL << shift)) |
 					      ((uint64_t)v << shift);
 		}
 		return;
-	case VIRTIO_PCI_COMMON_MSIX: vp->msix_config = vp_valid_vector(vp, (uint16_t)v); return;
+	case VIRTIO_PCI_COMMON_MSIX:
+		atomic_store(&vp->msix_config, vp_valid_vector(vp, (uint16_t)v));
+		return;
 	case VIRTIO_PCI_COMMON_STATUS: vp_set_status_locked(vp, (uint8_t)v); return;
 	case VIRTIO_PCI_COMMON_Q_SELECT: vp->queue_select = (uint16_t)v; return;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
-		if (q)
+		if (q) {
+			/* The hot path reads it under the queue's lock. */
+			pthread_mutex_lock(&q->lock);
 			q->msix_vector = vp_valid_vector(vp, (uint16_t)v);
+			pthread_mutex_unlock(&q->lock);
+		}
 		return;
 	default: break;
 	}
@@ -324,9 +401,11 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 			    (uint64_t)vp_common_read_locked(vp, (unsigned)off + 4) << 32;
 	} else if (off == VIRTIO_PCI_ISR_OFF) {
 		/* 4.1.4.5: reading the ISR returns and clears it, and lowers INTx. */
+		pthread_mutex_lock(&vp->isr_lock);
 		v = vp->isr;
 		vp->isr = 0;
 		pci_device_set_intx(&vp->pci, false);
+		pthread_mutex_unlock(&vp->isr_lock);
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
 		if (vp->dev->ops->config_read)
@@ -346,7 +425,7 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 		/* Without an ioeventfd the write arrives here, on a vCPU thread:
 		 * hand it to the I/O thread all the same. */
 		uint64_t q = (off - VIRTIO_PCI_NOTIFY_OFF) / VIRTIO_PCI_NOTIFY_MULT;
-		if (q < vp->dev->ops->num_queues)
+		if (q < vp->nq)
 			vp_kick_queue(&vp->queues[q], false);
 		return;
 	}
@@ -368,7 +447,8 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 	pthread_mutex_unlock(&vp->lock);
 }
 
-/* The I/O thread: a queue's notify eventfd fired. */
+/* The queue's I/O thread: its notify eventfd fired. The queue's lock is
+ * all this path takes. */
 static void vp_notify_ready(void *arg)
 {
 	struct virtio_pci_queue *q = arg;
@@ -376,13 +456,14 @@ static void vp_notify_ready(void *arg)
 	uint64_t count;
 	if (read(q->notify_fd, &count, sizeof(count)) < 0)
 		return;
-	if (count > (uint64_t)atomic_exchange(&q->host_kick, false))
+	if (count > (uint64_t)atomic_exchange(&q->host_kick, false)) {
 		atomic_fetch_add(&vp->notifies, 1);
-	pthread_mutex_lock(&vp->lock);
-	if ((vp->status & VIRTIO_CONFIG_S_DRIVER_OK) &&
-	    !(vp->status & VIRTIO_CONFIG_S_NEEDS_RESET) && q->enabled && vp->dev->ops->queue_notify)
+		atomic_fetch_add(&q->notifies, 1);
+	}
+	pthread_mutex_lock(&q->lock);
+	if (vp_live_locked(&vp->transport, q->index) && vp->dev->ops->queue_notify)
 		vp->dev->ops->queue_notify(vp->dev, q->index);
-	pthread_mutex_unlock(&vp->lock);
+	pthread_mutex_unlock(&q->lock);
 }
 
 static void vp_msix_read(void *opaque, uint64_t off, void *data, unsigned len)
@@ -448,7 +529,7 @@ static void vp_bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool map
 	struct virtio_pci *vp = d->opaque;
 	if (bar != 0 || !vp->host.ioeventfd)
 		return;
-	for (unsigned i = 0; i < vp->dev->ops->num_queues; i++) {
+	for (unsigned i = 0; i < vp->nq; i++) {
 		uint64_t gpa = addr + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)i * VIRTIO_PCI_NOTIFY_MULT;
 		int ret = vp->host.ioeventfd(vp->host.ctx, gpa, 2, vp->queues[i].notify_fd, mapped);
 		if (ret < 0)
@@ -462,9 +543,9 @@ static void vp_bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool map
 static void vp_intx_resample(struct pci_device *d)
 {
 	struct virtio_pci *vp = d->opaque;
-	pthread_mutex_lock(&vp->lock);
+	pthread_mutex_lock(&vp->isr_lock);
 	pci_device_set_intx(d, vp->isr != 0);
-	pthread_mutex_unlock(&vp->lock);
+	pthread_mutex_unlock(&vp->isr_lock);
 }
 
 static const struct pci_device_ops vp_pci_ops = {
@@ -493,11 +574,14 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 		    const struct virtio_host *host, bool msix_hidden)
 {
 	const struct virtio_dev_ops *ops = dev->ops;
+	unsigned nq = virtio_num_queues(dev);
 	memset(vp, 0, sizeof(*vp));
-	if (ops->num_queues == 0 || ops->num_queues > VIRTIO_MAX_QUEUES || ops->queue_max == 0 ||
-	    ops->config_size > 0x1000)
+	if (nq == 0 || nq > VIRTIO_MAX_QUEUES || ops->queue_max == 0 || ops->config_size > 0x1000)
 		return -EINVAL;
 	pthread_mutex_init(&vp->lock, NULL);
+	pthread_mutex_init(&vp->isr_lock, NULL);
+	dev->num_queues = nq;
+	vp->nq = nq;
 	vp->dev = dev;
 	vp->host = *host;
 	vp->mem = mem;
@@ -514,20 +598,24 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 				 (uint16_t)(VIRTIO_PCI_SUBSYSTEM_MIN + ops->type));
 	vp->pci.ops = &vp_pci_ops;
 	vp->pci.opaque = vp;
-	for (unsigned i = 0; i < ops->num_queues; i++) {
+	for (unsigned i = 0; i < nq; i++) {
+		pthread_mutex_init(&vp->queues[i].lock, NULL);
+		atomic_store(&vp->queues[i].last_vector, VIRTIO_PCI_LAST_NONE);
 		vp->queues[i].owner = vp;
 		vp->queues[i].index = i;
 		vp->queues[i].notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (vp->queues[i].notify_fd < 0)
 			return -errno;
 		if (host->watch) {
-			int ret = host->watch(host->ctx, vp->queues[i].notify_fd, vp_notify_ready,
-					      &vp->queues[i]);
+			int ret = host->watch(host->ctx, i, vp->queues[i].notify_fd,
+					      vp_notify_ready, &vp->queues[i]);
 			if (ret < 0)
 				return ret;
 		}
 	}
-	unsigned nvec = ops->num_queues + 1;
+	/* One vector per queue and one for configuration changes: what Linux's
+	 * vp_find_vqs_msix() asks for first. */
+	unsigned nvec = nq + 1;
 	uint64_t msix_size = pow2_at_least(msix_bar_bytes(nvec), 4096);
 	int ret = pci_device_add_bar(&vp->pci, 0, PCI_BAR_MEM32, VIRTIO_PCI_BAR0_SIZE, false,
 				     virtio_pci_bar_read, virtio_pci_bar_write, vp);
@@ -543,7 +631,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 			ops->config_size ? ops->config_size : 4))
 		return -ENOSPC;
 	uint8_t n = vp_add_cap(vp, VIRTIO_PCI_CAP_NOTIFY_CFG, sizeof(struct virtio_pci_notify_cap),
-			       VIRTIO_PCI_NOTIFY_OFF, ops->num_queues * VIRTIO_PCI_NOTIFY_MULT);
+			       VIRTIO_PCI_NOTIFY_OFF, nq * VIRTIO_PCI_NOTIFY_MULT);
 	if (!n)
 		return -ENOSPC;
 	pci_cfg_set32(&vp->pci, n + VIRTIO_PCI_NOTIFY_CAP_MULT, VIRTIO_PCI_NOTIFY_MULT);

@@ -196,17 +196,31 @@ void virtq_unpop(struct virtq *q, uint16_t n)
 		ring_write16(q, q->used_addr + USED_RING(q->size), q->last_avail);
 }
 
-int virtq_push(struct virtq *q, uint16_t head, uint32_t len)
+int virtq_fill(struct virtq *q, uint16_t head, uint32_t len)
 {
 	if (!q->size)
 		return VIRTQ_ERR_RING;
 	uint64_t slot = q->used_addr + USED_RING(q->used_idx % q->size);
 	uint32_t elem[2] = {head, len};
 	memcpy(guest_mem_ptr(q->mem, slot, 8), elem, 8);
-	atomic_thread_fence(memory_order_release); /* element before index */
 	q->used_idx++;
-	ring_write16(q, q->used_addr + 2, q->used_idx);
 	return VIRTQ_OK;
+}
+
+void virtq_publish(struct virtq *q)
+{
+	if (!q->size)
+		return;
+	atomic_thread_fence(memory_order_release); /* elements before the index */
+	ring_write16(q, q->used_addr + 2, q->used_idx);
+}
+
+int virtq_push(struct virtq *q, uint16_t head, uint32_t len)
+{
+	int ret = virtq_fill(q, head, len);
+	if (!ret)
+		virtq_publish(q);
+	return ret;
 }
 
 bool virtq_should_notify(struct virtq *q)

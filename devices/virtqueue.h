@@ -72,8 +72,14 @@ int virtq_pop(struct virtq *q, struct virtq_elem *e);
 /* Gives back the last `n` popped, unpushed elements (a receive path that
  * found too little room), so the next pop sees them again. */
 void virtq_unpop(struct virtq *q, uint16_t n);
-/* Puts `head` in the used ring with `len` bytes written. */
+/* Puts `head` in the used ring with `len` bytes written, and publishes
+ * the used index. */
 int virtq_push(struct virtq *q, uint16_t head, uint32_t len);
+/* A batch (2.7.10, 2.7.13.3): virtq_fill writes used entries without
+ * moving the driver-visible used index; virtq_publish then moves it once
+ * for all of them. */
+int virtq_fill(struct virtq *q, uint16_t head, uint32_t len);
+void virtq_publish(struct virtq *q);
 /* Whether the driver wants an interrupt for what was pushed since the last
  * one (used-event index, or the NO_INTERRUPT flag without EVENT_IDX). */
 bool virtq_should_notify(struct virtq *q);

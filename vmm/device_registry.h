@@ -52,6 +52,10 @@ struct device_kind {
 	void *(*create)(struct vm *vm, const struct device_spec *spec, const char *name,
 			uint8_t slot, struct err *e);
 	void (*destroy)(void *state);
+	/* How many queue groups (a virtio-blk request queue, a virtio-net queue
+	 * pair) the spec asks for; NULL: one. A device with more than one gets
+	 * an I/O thread by default (--io-threads). */
+	unsigned (*queue_groups)(const struct device_spec *spec);
 	void (*print_stats)(const struct vm_device *d, FILE *out);
 	/* The machine is built, just before it runs: make the output files
 	 * (a failed set-up leaves none; the filters then forbid opening

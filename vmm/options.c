@@ -191,6 +191,15 @@ static int opt_seccomp(struct vm_options *o, char *arg, struct err *e)
 	return 0;
 }
 
+static int opt_io_threads(struct vm_options *o, char *arg, struct err *e)
+{
+	uint64_t v;
+	if (options_parse_u64("--io-threads", arg, 0, VMM_MAX_IO_THREADS, &v, e))
+		return -1;
+	o->io_threads = (int)v;
+	return 0;
+}
+
 static int opt_stats(struct vm_options *o, char *arg, struct err *e)
 {
 	(void)arg;
@@ -268,7 +277,14 @@ static const struct option_def machine_options[] = {
      "INTx through KVM_IRQ_LINE (default: as QEMU does for emulated devices; measured "
      "faster) or irqfd + resamplefd (needs KVM_CAP_IRQFD_RESAMPLE)",
      opt_intx_delivery},
-    {"stats", 0, NULL, "print interrupt counts per line, pin and vector at exit", opt_stats},
+    {"io-threads", 0, "N",
+     "I/O threads serving the virtio-blk and virtio-net queues (0: the main thread; default: "
+     "one per device with more than one queue, at most one per host CPU)",
+     opt_io_threads},
+    {"stats", 0, NULL,
+     "print interrupt counts per line, pin and vector, and per-queue counts and vectors, at "
+     "exit",
+     opt_stats},
     {"seccomp", 0, "on|off",
      "after set-up each thread runs under its own system-call allow-list (default on; a "
      "call outside it stops the VMM, exit code 12); off for strace or gdb",
@@ -363,6 +379,7 @@ static void options_defaults(struct vm_options *o)
 	o->cpus = 1;
 	o->msi_delivery = IRQ_MSI_IRQFD;
 	o->intx_delivery = -1;
+	o->io_threads = -1;
 }
 
 int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)

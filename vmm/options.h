@@ -21,10 +21,11 @@ struct device_kind;
 #define VMM_DEFAULT_CMDLINE_TAIL "reboot=k panic=-1"
 #define VMM_DEFAULT_CMDLINE	 "console=ttyS0 " VMM_DEFAULT_CMDLINE_TAIL
 
-#define VMM_MAX_DEVICES	  16
-#define VMM_MAX_VCPUS	  254 /* the MP table's APIC IDs, IOAPIC included */
-#define VMM_DEFAULT_MIB	  256
-#define DEVICE_PARAMS_MAX 64
+#define VMM_MAX_DEVICES	   16
+#define VMM_MAX_VCPUS	   254 /* the MP table's APIC IDs, IOAPIC included */
+#define VMM_DEFAULT_MIB	   256
+#define DEVICE_PARAMS_MAX  64
+#define VMM_MAX_IO_THREADS 16
 
 /* A constant's value in a help string. */
 #define OPTIONS_STR(x)	OPTIONS_STR_(x)
@@ -57,6 +58,7 @@ struct vm_options {
 	enum irq_mode irq_mode;
 	int msi_delivery;  /* enum irq_msi_delivery */
 	int intx_delivery; /* enum irq_intx_delivery; -1 = resample where KVM can */
+	int io_threads;	   /* --io-threads; -1: one per multiqueue device, at most the CPUs */
 	bool stats;
 	bool seccomp_off;	   /* --seccomp off */
 	const char *guest_console; /* a device's console (hvc0) has stdin/out */

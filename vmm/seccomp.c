@@ -4,6 +4,7 @@
 #include "vmm/base/err.h"
 
 #include <errno.h>
+#include <linux/if_tun.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -32,13 +33,17 @@ static const char *const common_calls[] = {
 /* vCPU threads: take a pending kick before KVM_RUN. */
 static const char *const vcpu_calls[] = {"rt_sigtimedwait", NULL};
 
-/* The main thread: the event loop, the rng's entropy, kicking vCPUs. */
+/* The main thread and the I/O threads: the event loops, the rng's
+ * entropy, kicking vCPUs. */
 static const char *const io_calls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl",
 				       "getrandom",  "tgkill",	    NULL};
 
-/* ioctl requests, per kind. The door's (lines, MSIs, routes, irqfds) and
- * ioeventfds (a BAR moved) run on both: device code runs on both. */
-#define DOOR_IOCTLS KVM_IRQ_LINE, KVM_SIGNAL_MSI, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD
+/* ioctl requests, per kind. The door's (lines, MSIs, routes, irqfds),
+ * ioeventfds (a BAR moved) and a multiqueue tap's queue attach/detach
+ * (virtio-net's control queue, a device reset) run on both: device code
+ * runs on both. */
+#define DOOR_IOCTLS                                                                                \
+	KVM_IRQ_LINE, KVM_SIGNAL_MSI, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD, TUNSETQUEUE
 static const unsigned long vcpu_ioctls[] = {
     DOOR_IOCTLS,   KVM_RUN,	  KVM_GET_REGS,	       KVM_SET_REGS,
     KVM_GET_SREGS, KVM_SET_SREGS, KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS,
@@ -67,7 +72,7 @@ static const char *const sanitizer_calls[] = {
 
 static const char *const *const kind_calls[VMM_THREAD_KINDS] = {vcpu_calls, io_calls};
 static const unsigned long *const kind_ioctls[VMM_THREAD_KINDS] = {vcpu_ioctls, io_ioctls};
-static const char *const kind_names[VMM_THREAD_KINDS] = {"vCPU", "I/O (main)"};
+static const char *const kind_names[VMM_THREAD_KINDS] = {"vCPU", "I/O"};
 
 /* For the report: names resolved before any filter, as the handler may not
  * allocate. */

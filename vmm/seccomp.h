@@ -2,8 +2,9 @@
  * seccomp filters for the VMM's threads (libseccomp, compiled once to BPF
  * before any thread runs guest work). After set-up each thread kind runs
  * under its own allow-list: vCPU threads (KVM_RUN, the exit dispatcher and
- * what device code does on them) and the main thread, which is the I/O
- * thread (the event loop, virtio backends, interrupt delivery, teardown).
+ * what device code does on them) and the I/O threads: the main thread
+ * (the event loop, virtio backends, interrupt delivery, teardown) and the
+ * --io-threads that serve virtqueues.
  * A call outside the list stops the VMM at once with exit code 12 and one
  * line naming the call and the thread kind. --seccomp off turns it off
  * (for debugging with strace or gdb).

@@ -265,6 +265,70 @@ int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_wa
 	return vm_watch_add(vm, fd, ready, ctx, index, NULL, false);
 }
 
+int vm_watch_on(struct vm *vm, unsigned loop, int fd, bool edge, void (*call)(void *arg), void *arg)
+{
+	if (loop == 0)
+		return vm_watch_add(vm, fd, vm_watch_call, arg, 0, call, edge);
+	if (loop > vm->nio_threads)
+		return -EINVAL;
+	return io_thread_watch(&vm->io_threads[loop - 1], fd, edge, call, arg);
+}
+
+int vm_on_loop_stop(struct vm *vm, unsigned loop, void (*fn)(void *arg), void *arg)
+{
+	if (loop == 0)
+		return 0;
+	if (loop > vm->nio_threads)
+		return -EINVAL;
+	return io_thread_on_stop(&vm->io_threads[loop - 1], fn, arg);
+}
+
+unsigned vm_io_loop_next(struct vm *vm)
+{
+	if (!vm->nio_threads)
+		return 0;
+	return 1 + vm->next_io_thread++ % vm->nio_threads;
+}
+
+void vm_loop_name(unsigned loop, char *out, size_t len)
+{
+	if (loop == 0)
+		snprintf(out, len, "main");
+	else
+		snprintf(out, len, "io%u", loop);
+}
+
+/* --io-threads N, or by default one per device with more than one queue
+ * group, at most one per host CPU. Made before the devices, which give
+ * them their queues; started in vm_run. */
+static int vm_setup_io_threads(struct vm *vm, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	unsigned n = 0;
+	if (o->io_threads >= 0) {
+		n = (unsigned)o->io_threads;
+	} else {
+		for (unsigned i = 0; i < o->ndevices; i++) {
+			const struct device_kind *k = o->devices[i].kind;
+			n += k->queue_groups && k->queue_groups(&o->devices[i]) > 1;
+		}
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		if (cpus > 0 && n > (unsigned long)cpus)
+			n = (unsigned)cpus;
+		if (n > VMM_MAX_IO_THREADS)
+			n = VMM_MAX_IO_THREADS;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		vm->nio_threads++; /* a half-made one is destroyed too */
+		if (io_thread_init(&vm->io_threads[i], vm, i + 1, e))
+			return -1;
+	}
+	if (n)
+		log_info(&vm->log, "%u I/O thread%s for the virtio-blk and virtio-net queues", n,
+			 n == 1 ? "" : "s");
+	return 0;
+}
+
 static void vm_drain_fd(int fd)
 {
 	uint64_t count;
@@ -412,8 +476,9 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	/* KVM_IRQ_LINE unless asked: see DESIGN.md, "INTx through KVM_IRQ_LINE". */
 	vm->irq.intx_mode =
 	    o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery : IRQ_INTX_LINE;
-	if (vm_setup_loop(vm, e) || vm_create_devices(vm, e) || vm_create_pci(vm, e) ||
-	    vm_write_mptable(vm, e) || vm_device_tree(vm, e) || vm_watch_devices(vm, e))
+	if (vm_setup_loop(vm, e) || vm_setup_io_threads(vm, e) || vm_create_devices(vm, e) ||
+	    vm_create_pci(vm, e) || vm_write_mptable(vm, e) || vm_device_tree(vm, e) ||
+	    vm_watch_devices(vm, e))
 		return -1;
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
 		vm->vcpus_created++; /* a half-made vCPU is destroyed too */
@@ -509,7 +574,14 @@ int vm_run(struct vm *vm, struct err *e)
 	console_enter_raw(&vm->console);
 	if (vm->console.raw)
 		vm->log.crlf = 1;
-	for (unsigned i = 0; i < vm->nvcpus; i++)
+	/* The I/O threads first: a queue may be notified from the first
+	 * KVM_RUN on. */
+	for (unsigned i = 0; i < vm->nio_threads; i++)
+		if (io_thread_start(&vm->io_threads[i], e)) {
+			vm_request_stop(vm, EXIT_HOST, "I/O thread start failed");
+			break;
+		}
+	for (unsigned i = 0; i < vm->nvcpus && !vm_stopping(vm); i++)
 		if (vcpu_start(&vm->vcpus[i], e)) {
 			vm_request_stop(vm, EXIT_HOST, "vCPU start failed");
 			break;
@@ -532,6 +604,12 @@ int vm_run(struct vm *vm, struct err *e)
 		vcpu_kick(&vm->vcpus[i]);
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
+	/* No vCPU notifies any more: the I/O threads stop, each waiting for
+	 * its disk queues' requests still in flight before it exits (joined
+	 * at teardown, so the report comes first, as for the main thread's
+	 * disks). */
+	for (unsigned i = 0; i < vm->nio_threads; i++)
+		io_thread_request_stop(&vm->io_threads[i]);
 	console_restore(&vm->console);
 	vm->log.crlf = 0;
 	vm_devices_run_ended(vm);
@@ -557,6 +635,8 @@ void vm_destroy(struct vm *vm)
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	for (unsigned i = 0; i < vm->nio_threads; i++)
+		io_thread_destroy(&vm->io_threads[i]);
 	vm_destroy_pci(vm);
 	irq_router_destroy(&vm->irq);
 	kvm_close(&vm->kvm);

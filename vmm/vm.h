@@ -10,6 +10,7 @@
 #include "boot.h"
 #include "console.h"
 #include "device_registry.h"
+#include "io_thread.h"
 #include "kvm.h"
 #include "options.h"
 #include "seccomp.h"
@@ -96,6 +97,11 @@ struct vm {
 	int wake_fd, epoll_fd, signal_fd, timeout_fd, panic_fd;
 	struct vm_watch watches[VM_MAX_WATCHES];
 	unsigned nwatches;
+	/* --io-threads: loop k (1..nio_threads) is io_threads[k - 1]; loop 0
+	 * is the main thread. */
+	struct io_thread io_threads[VMM_MAX_IO_THREADS];
+	unsigned nio_threads;
+	unsigned next_io_thread; /* round robin over the queue groups */
 };
 
 /* Builds the whole machine; on error the VM can still be destroyed. */
@@ -112,5 +118,17 @@ int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
 int vm_watch_call_fd_edge(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
 int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
 		unsigned index);
+/* call(arg) whenever fd is readable, on loop `loop` (0: the main thread,
+ * k: I/O thread k). 0 or -errno. */
+int vm_watch_on(struct vm *vm, unsigned loop, int fd, bool edge, void (*call)(void *arg),
+		void *arg);
+/* fn(arg) on loop `loop` when the machine stops, before an I/O thread
+ * exits (nothing for the main thread, whose devices drain at teardown). */
+int vm_on_loop_stop(struct vm *vm, unsigned loop, void (*fn)(void *arg), void *arg);
+/* The loop for the next queue group of a device that I/O threads serve
+ * (round robin), or 0 (the main thread) when there are none. */
+unsigned vm_io_loop_next(struct vm *vm);
+/* "main", "io1", ... */
+void vm_loop_name(unsigned loop, char *out, size_t len);
 
 #endif

@@ -26,8 +26,26 @@
  * All of it runs at CPL 3 (native on our KVM hosts, where ring 0 is
  * emulated); only the interrupt handlers (vbench_isr.S) run in ring 0.
  *
+ * Multiqueue (vbench.tests=blkmq): virtio-blk with VIRTIO_BLK_F_MQ and
+ * vbench.blk_queues request queues (5.2.2), each on its own MSI-X entry
+ * (or all on the one INTx pin); the high-depth run only, its requests
+ * spread over the queues (slot i on queue i % N), each queue notified
+ * once per batch; the figure is blk-read-4k-mq with queues=N. With
+ * blk_queues=1 it is the blk high-depth run again, for a same-run
+ * baseline.
+ *
+ * virtio-net transmit (vbench.tests=nettx): vbench.net_queues queue pairs
+ * (more than one: VIRTIO_NET_F_MQ and _CTRL_VQ, VQ_PAIRS_SET on the control
+ * queue, polled), 1514-byte broadcast frames (a 12-byte header and the
+ * frame in one descriptor), vbench.blk_depth of them in flight spread over
+ * the transmit queues (slot i on transmitq i % N), each transmitq on its
+ * own MSI-X entry or all on the INTx pin; receive queues get no buffers.
+ * The figure is net-tx-1514 with queues=N, frames per second as requests.
+ *
  * Keys: vbench.mode=msix|intx (default msix); vbench.tests=LIST of rng,
- * blk, exits, or none (default rng,blk,exits); vbench.qd1=N requests at
+ * blk, blkmq, nettx, exits, or none (default rng,blk,exits);
+ * vbench.blk_queues=N (1-4, default 2: blkmq's queues); vbench.net_queues=N
+ * (1-2, default 1: nettx's queue pairs); vbench.qd1=N requests at
  * QD1 (default 2000); vbench.qdn=N requests at the high depth (default
  * 20000); vbench.blk_depth=N (default 32); vbench.rng_depth=N (default 8:
  * QEMU's virtio-rng queue has 8 entries); vbench.exits=N samples per exit
@@ -64,12 +82,21 @@
 #define COM1_SCRATCH 0x3FF
 
 /* virtio 1.2, 5.2.6 */
-#define VIRTIO_BLK_T_IN	 0
-#define VIRTIO_BLK_S_OK	 0
-#define BLK_CFG_CAPACITY 0
-#define TESTS_RNG	 1u
-#define TESTS_BLK	 2u
-#define TESTS_EXITS	 4u
+#define VIRTIO_BLK_T_IN	     0
+#define VIRTIO_BLK_S_OK	     0
+#define BLK_CFG_CAPACITY     0
+#define TESTS_RNG	     1u
+#define TESTS_BLK	     2u
+#define TESTS_EXITS	     4u
+#define TESTS_BLKMQ	     8u
+#define TESTS_NETTX	     16u
+#define MAX_QUEUES	     5 /* blk: 4 request queues; net: 2 pairs and the control queue */
+#define NET_FRAME	     1514
+#define NET_HDR		     12
+#define VIRTIO_NET_F_CTRL_VQ 17
+#define VIRTIO_NET_F_MQ	     22
+#define VIRTIO_BLK_F_MQ	     12
+#define BLK_CFG_NUM_QUEUES   34
 
 void vbench_isr_msix(void);
 void vbench_isr_intx(void);
@@ -95,7 +122,10 @@ struct vdev {
 	const char *name;
 	struct virtio_pci_dev vp;
 	struct msix_info mx;
-	struct virtq vq;
+	struct virtq vqs[MAX_QUEUES];
+	unsigned nq;		    /* queues set up */
+	unsigned lanes;		    /* queues requests go on: blk's all, net's transmitqs */
+	uint8_t lane_q[MAX_QUEUES]; /* lane -> queue index */
 	unsigned pin;
 	bool up;
 };
@@ -111,7 +141,8 @@ static struct {
 	uint64_t *lat; /* TSC ticks per request */
 	uint64_t lat_cap;
 	struct slot slots[MAX_DEPTH];
-	uint16_t head_slot[VIRTQ_GUEST_MAX];
+	uint16_t head_slot[MAX_QUEUES][VIRTQ_GUEST_MAX];
+	unsigned blk_queues, net_queues;
 	uint64_t rng_state;
 	uint64_t blk_blocks; /* 4 KiB blocks on the disk */
 	unsigned failures;
@@ -119,11 +150,11 @@ static struct {
 } vb;
 
 static struct pci_func funcs[MAX_FUNCS];
-static struct vdev rng, blk;
+static struct vdev rng, blk, net;
 
-static const char *const known_keys[] = {"vbench.mode", "vbench.tests",	    "vbench.qd1",
-					 "vbench.qdn",	"vbench.blk_depth", "vbench.rng_depth",
-					 "vbench.exits"};
+static const char *const known_keys[] = {"vbench.mode",	 "vbench.tests",      "vbench.qd1",
+					 "vbench.qdn",	 "vbench.blk_depth",  "vbench.rng_depth",
+					 "vbench.exits", "vbench.blk_queues", "vbench.net_queues"};
 
 __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
 {
@@ -168,6 +199,10 @@ static bool parse_tests(const char *val, size_t len)
 			vb.tests |= TESTS_RNG;
 		else if (j - i == 3 && !strncmp(val + i, "blk", 3))
 			vb.tests |= TESTS_BLK;
+		else if (j - i == 5 && !strncmp(val + i, "blkmq", 5))
+			vb.tests |= TESTS_BLKMQ;
+		else if (j - i == 5 && !strncmp(val + i, "nettx", 5))
+			vb.tests |= TESTS_NETTX;
 		else if (j - i == 5 && !strncmp(val + i, "exits", 5))
 			vb.tests |= TESTS_EXITS;
 		else
@@ -182,13 +217,15 @@ static bool parse_cmdline(const struct boot_params *bp)
 	const char *cl = cmdline_get(bp), *val;
 	size_t len;
 	char first[64];
-	uint64_t bd = 32, rd = 8;
+	uint64_t bd = 32, rd = 8, bq = 2, nq = 1;
 
 	vb.msix = true;
 	vb.tests = TESTS_RNG | TESTS_BLK | TESTS_EXITS;
 	vb.qd1 = 2000;
 	vb.qdn = 20000;
 	vb.exits = 2000;
+	vb.blk_queues = 2;
+	vb.net_queues = 1;
 	if (!cl)
 		return true;
 	if (cmdline_unknown_keys(cl, "vbench.", known_keys,
@@ -205,16 +242,20 @@ static bool parse_cmdline(const struct boot_params *bp)
 		}
 	}
 	if (cmdline_value(cl, "vbench.tests", &val, &len) && !parse_tests(val, len)) {
-		fail("vbench.tests=\"%.*s\" is not none or a list of rng, blk, exits", (int)len,
-		     val);
+		fail("vbench.tests=\"%.*s\" is not none or a list of rng, blk, blkmq, nettx, exits",
+		     (int)len, val);
 		return false;
 	}
 	if (!key_u64(cl, "vbench.qd1", &vb.qd1, 1, 10000000) ||
 	    !key_u64(cl, "vbench.qdn", &vb.qdn, 1, 10000000) ||
 	    !key_u64(cl, "vbench.exits", &vb.exits, 1, 10000000) ||
 	    !key_u64(cl, "vbench.blk_depth", &bd, 1, MAX_DEPTH) ||
-	    !key_u64(cl, "vbench.rng_depth", &rd, 1, MAX_DEPTH))
+	    !key_u64(cl, "vbench.rng_depth", &rd, 1, MAX_DEPTH) ||
+	    !key_u64(cl, "vbench.blk_queues", &bq, 1, 4) ||
+	    !key_u64(cl, "vbench.net_queues", &nq, 1, 2))
 		return false;
+	vb.blk_queues = (unsigned)bq;
+	vb.net_queues = (unsigned)nq;
 	vb.blk_depth = (unsigned)bd;
 	vb.rng_depth = (unsigned)rd;
 	return true;
@@ -298,7 +339,9 @@ static bool route_intx(struct vdev *d)
 	return true;
 }
 
-static bool bringup(struct vdev *d, uint16_t type, uint16_t qmax)
+/* Up with `nq` queues (more than one: VIRTIO_BLK_F_MQ, 5.2.2); queue q on
+ * MSI-X entry q, or every queue on the INTx pin. */
+static bool bringup(struct vdev *d, uint16_t type, uint16_t qmax, unsigned nq)
 {
 	const char *why;
 	uint16_t vec;
@@ -316,11 +359,33 @@ static bool bringup(struct vdev *d, uint16_t type, uint16_t qmax)
 	virtio_set_status(&d->vp, VIRTIO_STATUS_ACKNOWLEDGE);
 	virtio_set_status(&d->vp, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
 	uint64_t offered = virtio_device_features(&d->vp);
+	uint64_t want = VIRTIO_F_BIT(VIRTIO_F_VERSION_1);
 	if (!(offered & VIRTIO_F_BIT(VIRTIO_F_VERSION_1))) {
 		fail("%s: no VIRTIO_F_VERSION_1 (a legacy device?)", d->name);
 		return false;
 	}
-	virtio_set_driver_features(&d->vp, VIRTIO_F_BIT(VIRTIO_F_VERSION_1));
+	if (type == VIRTIO_ID_NET && vb.net_queues > 1) {
+		uint64_t mq = VIRTIO_F_BIT(VIRTIO_NET_F_MQ) | VIRTIO_F_BIT(VIRTIO_NET_F_CTRL_VQ);
+		uint64_t pairs = (offered & mq) == mq ? virtio_config_read(&d->vp, 8, 2) : 1;
+		if (pairs < vb.net_queues) {
+			fail("%s: %u queue pairs asked for, the device has %lu", d->name,
+			     vb.net_queues, pairs);
+			return false;
+		}
+		want |= mq;
+	} else if (type == VIRTIO_ID_BLOCK && nq > 1) {
+		uint64_t have = offered & VIRTIO_F_BIT(VIRTIO_BLK_F_MQ)
+				    ? virtio_config_read(&d->vp, BLK_CFG_NUM_QUEUES, 2)
+				    : 1;
+		if (have < nq) {
+			fail("%s: %u queues asked for, the device has %lu (VIRTIO_BLK_F_MQ %s)",
+			     d->name, nq, have,
+			     offered & VIRTIO_F_BIT(VIRTIO_BLK_F_MQ) ? "offered" : "not offered");
+			return false;
+		}
+		want |= VIRTIO_F_BIT(VIRTIO_BLK_F_MQ);
+	}
+	virtio_set_driver_features(&d->vp, want);
 	virtio_set_status(&d->vp, 3 | VIRTIO_STATUS_FEATURES_OK);
 	if (!(virtio_status(&d->vp) & VIRTIO_STATUS_FEATURES_OK)) {
 		fail("%s: FEATURES_OK did not stick", d->name);
@@ -328,12 +393,12 @@ static bool bringup(struct vdev *d, uint16_t type, uint16_t qmax)
 	}
 	bool has_msix = msix_probe(d->pf->slot, d->pf->bar, &d->mx, &why);
 	if (vb.msix) {
-		uint8_t v = VEC_MSIX;
+		uint8_t v[MAX_QUEUES] = {VEC_MSIX, VEC_MSIX, VEC_MSIX, VEC_MSIX, VEC_MSIX};
 		if (!has_msix) {
 			fail("%s: vbench.mode=msix but %s", d->name, why);
 			return false;
 		}
-		if (!msix_enable(&d->mx, vb.apic_id, &v, 1, &why)) {
+		if (!msix_enable(&d->mx, vb.apic_id, v, nq, &why)) {
 			fail("%s: MSI-X: %s", d->name, why);
 			return false;
 		}
@@ -341,22 +406,39 @@ static bool bringup(struct vdev *d, uint16_t type, uint16_t qmax)
 	} else if (!route_intx(d)) {
 		return false;
 	}
-	if (!virtq_setup(&d->vp, 0, qmax, vb.msix ? 0 : VIRTIO_MSI_NO_VECTOR, &d->vq, &vec, &why)) {
-		fail("%s: queue 0: %s", d->name, why);
-		return false;
+	for (unsigned q = 0; q < nq; q++) {
+		uint16_t entry = vb.msix ? (uint16_t)q : VIRTIO_MSI_NO_VECTOR;
+		/* net: the transmit queues interrupt, nothing else does (no
+		 * receive buffers; the control queue is polled). */
+		if (type == VIRTIO_ID_NET && (q % 2 == 0 || q == 2 * vb.net_queues))
+			entry = VIRTIO_MSI_NO_VECTOR;
+		if (!virtq_setup(&d->vp, q, qmax, entry, &d->vqs[q], &vec, &why)) {
+			fail("%s: queue %u: %s", d->name, q, why);
+			return false;
+		}
+		if (vb.msix && vec != entry) {
+			fail("%s: queue %u: queue_msix_vector reads 0x%04x, not entry %u", d->name,
+			     q, vec, entry);
+			return false;
+		}
 	}
-	if (vb.msix && vec != 0) {
-		fail("%s: queue_msix_vector reads 0x%04x, not entry 0", d->name, vec);
-		return false;
-	}
+	d->nq = nq;
+	d->lanes = type == VIRTIO_ID_NET ? vb.net_queues : nq;
+	for (unsigned l = 0; l < d->lanes; l++)
+		d->lane_q[l] = (uint8_t)(type == VIRTIO_ID_NET ? 2 * l + 1 : l);
 	virtio_set_status(&d->vp, 3 | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
 	if (vb.msix)
-		printf("vbench: %s 00:%02x.0: queue size %u (device max %u), MSI-X entry 0\n",
-		       d->name, d->pf->slot, d->vq.size, d->vq.dev_size);
+		printf("vbench: %s 00:%02x.0: %u queue%s of size %u (device max %u), MSI-X entr%s "
+		       "0%s\n",
+		       d->name, d->pf->slot, nq, nq == 1 ? "" : "s", d->vqs[0].size,
+		       d->vqs[0].dev_size, nq == 1 ? "y" : "ies",
+		       nq == 1 ? "" : "..N-1, one per queue");
 	else
-		printf("vbench: %s 00:%02x.0: queue size %u (device max %u), INTx on IOAPIC pin "
-		       "%u\n",
-		       d->name, d->pf->slot, d->vq.size, d->vq.dev_size, d->pin);
+		printf(
+		    "vbench: %s 00:%02x.0: %u queue%s of size %u (device max %u), INTx on IOAPIC "
+		    "pin %u\n",
+		    d->name, d->pf->slot, nq, nq == 1 ? "" : "s", d->vqs[0].size,
+		    d->vqs[0].dev_size, d->pin);
 	d->up = true;
 	return true;
 }
@@ -398,54 +480,76 @@ static bool alloc_slots(unsigned n)
 	return true;
 }
 
+/* Slot i lives on lane i % lanes. */
 static int post(struct vdev *d, unsigned i)
 {
 	struct slot *s = &vb.slots[i];
+	unsigned lane = i % d->lanes, q = d->lane_q[lane];
 	int head;
 
 	s->t0 = rdtsc();
-	if (d == &blk) {
+	if (d == &net) {
+		/* 5.1.6.2: flags 0, gso NONE, num_buffers 0; the header and
+		 * the frame in one descriptor (5.1.6.6: any layout). */
+		struct virtq_buf b = {s->buf, NET_HDR + NET_FRAME};
+		head = virtq_add(&d->vqs[q], &b, 1, 0);
+	} else if (d == &blk) {
 		*s->hdr = (struct blk_hdr){VIRTIO_BLK_T_IN, 0, (splitmix64() % vb.blk_blocks) * 8};
 		*s->status = 0xFF;
 		struct virtq_buf b[3] = {
 		    {s->hdr, sizeof(*s->hdr)}, {s->buf, BLK_BYTES}, {(void *)s->status, 1}};
-		head = virtq_add(&d->vq, b, 1, 2);
+		head = virtq_add(&d->vqs[q], b, 1, 2);
 	} else {
 		struct virtq_buf b = {s->buf, RNG_BYTES};
-		head = virtq_add(&d->vq, &b, 0, 1);
+		head = virtq_add(&d->vqs[q], &b, 0, 1);
 	}
 	if (head >= 0) {
-		vb.head_slot[head] = (uint16_t)i;
+		vb.head_slot[lane][head] = (uint16_t)i;
 		s->busy = true;
 	}
 	return head;
 }
 
-/* Takes every used entry; returns how many, or -1 on a bad one. */
+/* Takes every used entry of every queue; returns how many, or -1 on a bad
+ * one. */
 static int reap(struct vdev *d, uint64_t *nlat, unsigned *errors, unsigned *freed, unsigned nfree)
 {
 	uint16_t head;
 	uint32_t len;
 	int n = 0;
 
-	while (virtq_get_used(&d->vq, &head, &len)) {
-		uint64_t t1 = rdtsc();
-		if (head >= d->vq.size || !vb.slots[vb.head_slot[head]].busy) {
-			fail("%s: used id %u is not a request in flight", d->name, head);
-			return -1;
+	for (unsigned l = 0; l < d->lanes; l++) {
+		unsigned q = d->lane_q[l];
+		struct virtq *vq = &d->vqs[q];
+		while (virtq_get_used(vq, &head, &len)) {
+			uint64_t t1 = rdtsc();
+			if (head >= vq->size || !vb.slots[vb.head_slot[l][head]].busy) {
+				fail("%s: queue %u: used id %u is not a request in flight", d->name,
+				     q, head);
+				return -1;
+			}
+			struct slot *s = &vb.slots[vb.head_slot[l][head]];
+			s->busy = false;
+			if (d == &net	? len != 0 /* 5.1.6.2: nothing written */
+			    : d == &blk ? *s->status != VIRTIO_BLK_S_OK || len != BLK_BYTES + 1
+					: len != RNG_BYTES)
+				(*errors)++;
+			if (*nlat < vb.lat_cap)
+				vb.lat[(*nlat)++] = t1 - s->t0;
+			if ((unsigned)n < nfree)
+				freed[n] = vb.head_slot[l][head];
+			n++;
 		}
-		struct slot *s = &vb.slots[vb.head_slot[head]];
-		s->busy = false;
-		if (d == &blk ? *s->status != VIRTIO_BLK_S_OK || len != BLK_BYTES + 1
-			      : len != RNG_BYTES)
-			(*errors)++;
-		if (*nlat < vb.lat_cap)
-			vb.lat[(*nlat)++] = t1 - s->t0;
-		if ((unsigned)n < nfree)
-			freed[n] = vb.head_slot[head];
-		n++;
 	}
 	return n;
+}
+
+static bool any_used(struct vdev *d)
+{
+	for (unsigned l = 0; l < d->lanes; l++)
+		if (virtq_used_pending(&d->vqs[d->lane_q[l]]))
+			return true;
+	return false;
 }
 
 /* Waits for an interrupt after `seen` with used entries behind it. */
@@ -453,7 +557,7 @@ static bool wait_irq(struct vdev *d, uint64_t seen)
 {
 	uint64_t deadline = rdtsc() + vb.tsc_hz / 1000000 * WAIT_US;
 
-	while (vbench_irqs == seen || !virtq_used_pending(&d->vq)) {
+	while (vbench_irqs == seen || !any_used(d)) {
 		if (rdtsc() > deadline)
 			return false;
 		cpu_relax();
@@ -465,16 +569,18 @@ static void run_requests(struct vdev *d, const char *test, unsigned depth, uint6
 {
 	unsigned freed[MAX_DEPTH], errors = 0;
 	uint64_t done = 0, posted = 0, nlat = 0;
+	unsigned per_slot = d == &blk ? 3u : 1u;
 
-	if (depth > d->vq.size / (d == &blk ? 3u : 1u))
-		depth = d->vq.size / (d == &blk ? 3u : 1u);
+	if (depth > d->vqs[d->lane_q[0]].size / per_slot * d->lanes)
+		depth = d->vqs[d->lane_q[0]].size / per_slot * d->lanes;
 	if (depth > total)
 		depth = (unsigned)total;
 	uint64_t irq0 = vbench_irqs, spur0 = vbench_spurious, seen = irq0;
 	uint64_t t_start = rdtsc();
 	for (unsigned i = 0; i < depth; i++, posted++)
 		post(d, i);
-	virtq_kick(&d->vq);
+	for (unsigned l = 0; l < d->lanes; l++)
+		virtq_kick(&d->vqs[d->lane_q[l]]);
 	while (done < total) {
 		/* An interrupt since the last reap, with used entries behind
 		 * it: completions are taken when their interrupt came. */
@@ -490,17 +596,21 @@ static void run_requests(struct vdev *d, const char *test, unsigned depth, uint6
 		if (n < 0)
 			return;
 		done += (uint64_t)n;
-		unsigned repost = 0;
-		for (int k = 0; k < n && posted < total; k++, posted++, repost++)
+		unsigned kick = 0; /* queues with new buffers: one notify each */
+		for (int k = 0; k < n && posted < total; k++, posted++) {
 			post(d, freed[k]);
-		if (repost)
-			virtq_kick(&d->vq);
+			kick |= 1u << (freed[k] % d->lanes);
+		}
+		for (unsigned l = 0; l < d->lanes; l++)
+			if (kick & (1u << l))
+				virtq_kick(&d->vqs[d->lane_q[l]]);
 	}
 	uint64_t elapsed = rdtsc() - t_start;
-	printf("vbench: result test=%s mode=%s qd=%u requests=%lu elapsed_ns=%lu irqs=%lu "
-	       "spurious=%lu errors=%u",
-	       test, vb.msix ? "msix" : "intx", depth, done, ticks_ns(elapsed), vbench_irqs - irq0,
-	       vbench_spurious - spur0, errors);
+	printf(
+	    "vbench: result test=%s mode=%s qd=%u queues=%u requests=%lu elapsed_ns=%lu irqs=%lu "
+	    "spurious=%lu errors=%u",
+	    test, vb.msix ? "msix" : "intx", depth, d->lanes, done, ticks_ns(elapsed),
+	    vbench_irqs - irq0, vbench_spurious - spur0, errors);
 	print_lat(nlat);
 	if (errors)
 		fail("%s %s qd %u: %u requests came back with an error", d->name, test, depth,
@@ -512,6 +622,53 @@ static void bench_device(struct vdev *d, const char *test, unsigned depth)
 	vbench_isr_addr = d->vp.isr.addr;
 	run_requests(d, test, 1, vb.qd1);
 	run_requests(d, test, depth, vb.qdn);
+}
+
+/* ---- virtio-net ---- */
+
+/* 5.1.6.5.5: VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET on the control queue (the last
+ * one), its completion polled. */
+static bool net_pairs_set(struct vdev *d, unsigned pairs)
+{
+	struct virtq *cq = &d->vqs[2 * pairs];
+	struct slot *s = &vb.slots[0];
+	uint8_t *cmd = s->buf, *ack = s->buf + 64;
+	cmd[0] = 4; /* VIRTIO_NET_CTRL_MQ */
+	cmd[1] = 0; /* VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET */
+	cmd[2] = (uint8_t)pairs;
+	cmd[3] = (uint8_t)(pairs >> 8);
+	*ack = 0xEE;
+	struct virtq_buf b[2] = {{cmd, 4}, {ack, 1}};
+	virtq_add(cq, b, 1, 1);
+	virtq_kick(cq);
+	uint64_t deadline = rdtsc() + vb.tsc_hz / 1000000 * WAIT_US;
+	uint16_t head;
+	uint32_t len;
+	while (!virtq_get_used(cq, &head, &len))
+		if (rdtsc() > deadline) {
+			fail("net: VQ_PAIRS_SET %u: no answer within %u ms", pairs, WAIT_US / 1000);
+			return false;
+		}
+	if (*ack != 0) {
+		fail("net: VQ_PAIRS_SET %u answered %u, not VIRTIO_NET_OK", pairs, *ack);
+		return false;
+	}
+	return true;
+}
+
+/* Every slot's buffer: a zero header, then a broadcast frame of local
+ * experimental EtherType 0x88b5. */
+static void net_frames(void)
+{
+	for (unsigned i = 0; i < MAX_DEPTH; i++) {
+		uint8_t *f = vb.slots[i].buf;
+		memset(f, 0, NET_HDR + NET_FRAME);
+		memset(f + NET_HDR, 0xFF, 6);
+		f[NET_HDR + 6] = 0x02;
+		f[NET_HDR + 11] = (uint8_t)i;
+		f[NET_HDR + 12] = 0x88;
+		f[NET_HDR + 13] = 0xB5;
+	}
 }
 
 /* ---- exit costs ---- */
@@ -543,7 +700,7 @@ static void exit_costs(void)
 	/* Nothing new in the available ring: the device wakes, finds no work. */
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t t0 = rdtsc();
-		mmio_write16(d->vq.notify_addr, d->vq.index);
+		mmio_write16(d->vqs[0].notify_addr, d->vqs[0].index);
 		vb.lat[i] = rdtsc() - t0;
 	}
 	printf("vbench: result test=exit-notify samples=%lu", n);
@@ -570,6 +727,8 @@ static void find_devices(void)
 			rng = (struct vdev){.pf = f, .name = "rng"};
 		else if (f->device == VIRTIO_PCI_MODERN_DEVICE + VIRTIO_ID_BLOCK && !blk.pf)
 			blk = (struct vdev){.pf = f, .name = "blk"};
+		else if (f->device == VIRTIO_PCI_MODERN_DEVICE + VIRTIO_ID_NET && !net.pf)
+			net = (struct vdev){.pf = f, .name = "net"};
 	}
 }
 
@@ -618,14 +777,14 @@ static uint64_t user_main(void *arg)
 	find_devices();
 	if ((vb.tests & TESTS_RNG) && !rng.pf)
 		fail("no virtio-rng device on bus 0");
-	if ((vb.tests & (TESTS_BLK | TESTS_EXITS)) && !blk.pf)
+	if ((vb.tests & (TESTS_BLK | TESTS_BLKMQ | TESTS_EXITS)) && !blk.pf)
 		fail("no virtio-blk device on bus 0");
 	/* Exit costs first, while both VMMs' host threads are in the same
 	 * fresh state: measured here, QEMU's notify write cost tripled after
 	 * a few thousand QD1 requests (its main loop then woke on the vCPU's
 	 * core). */
 	if ((vb.tests & (TESTS_BLK | TESTS_EXITS)) && blk.pf &&
-	    bringup(&blk, VIRTIO_ID_BLOCK, 256)) {
+	    bringup(&blk, VIRTIO_ID_BLOCK, 256, 1)) {
 		uint64_t cap = virtio_config_read(&blk.vp, BLK_CFG_CAPACITY, 8);
 		vb.blk_blocks = cap / 8;
 		printf("vbench: blk capacity %lu sectors\n", cap);
@@ -637,7 +796,29 @@ static uint64_t user_main(void *arg)
 			bench_device(&blk, "blk-read-4k", vb.blk_depth);
 		teardown(&blk);
 	}
-	if ((vb.tests & TESTS_RNG) && rng.pf && bringup(&rng, VIRTIO_ID_RNG, 256)) {
+	/* Multiqueue: the high depth only, spread over the queues. */
+	if ((vb.tests & TESTS_BLKMQ) && blk.pf &&
+	    bringup(&blk, VIRTIO_ID_BLOCK, 256, vb.blk_queues)) {
+		vb.blk_blocks = virtio_config_read(&blk.vp, BLK_CFG_CAPACITY, 8) / 8;
+		vbench_isr_addr = blk.vp.isr.addr;
+		if (vb.blk_blocks == 0)
+			fail("blk: the disk is smaller than 4 KiB");
+		else
+			run_requests(&blk, "blk-read-4k-mq", vb.blk_depth, vb.qdn);
+		teardown(&blk);
+	}
+	if ((vb.tests & TESTS_NETTX) && !net.pf)
+		fail("no virtio-net device on bus 0");
+	unsigned net_nq = vb.net_queues > 1 ? 2 * vb.net_queues + 1 : 2;
+	if ((vb.tests & TESTS_NETTX) && net.pf && bringup(&net, VIRTIO_ID_NET, 256, net_nq)) {
+		if (vb.net_queues == 1 || net_pairs_set(&net, vb.net_queues)) {
+			net_frames();
+			vbench_isr_addr = net.vp.isr.addr;
+			run_requests(&net, "net-tx-1514", vb.blk_depth, vb.qdn);
+		}
+		teardown(&net);
+	}
+	if ((vb.tests & TESTS_RNG) && rng.pf && bringup(&rng, VIRTIO_ID_RNG, 256, 1)) {
 		bench_device(&rng, "rng-64b", vb.rng_depth);
 		teardown(&rng);
 	}

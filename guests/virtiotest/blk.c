@@ -5,7 +5,9 @@
  * against the host's pattern, a write + FLUSH + read back, GET_ID, reads
  * past the end (VIRTIO_BLK_S_IOERR), and a read-only disk
  * (VIRTIO_BLK_F_RO, writes fail with IOERR), and four reads in flight at
- * once. The disk needs at least 56 sectors.
+ * once. The disk needs at least 56 sectors. With virtiotest.queues=2,
+ * VIRTIO_BLK_F_MQ (num_queues 2): a read on each request queue alone, its
+ * interrupt on that queue's vector only, then reads on both at once.
  *
  * The disk the host prepares: byte i (from the start of the disk) is
  *     (i * 131 + (i >> 9) * 7 + 3) & 0xFF
@@ -30,6 +32,7 @@
 #define VIRTIO_BLK_F_RO	      5
 #define VIRTIO_BLK_F_BLK_SIZE 6
 #define VIRTIO_BLK_F_FLUSH    9
+#define VIRTIO_BLK_F_MQ	      12
 
 /* 5.2.6 request types and status values. */
 #define VIRTIO_BLK_T_IN	    0
@@ -40,9 +43,10 @@
 #define VIRTIO_BLK_S_IOERR  1
 
 /* 5.2.4: struct virtio_blk_config offsets. */
-#define BLK_CFG_CAPACITY 0
-#define BLK_CFG_SEG_MAX	 12
-#define BLK_CFG_BLK_SIZE 20
+#define BLK_CFG_CAPACITY   0
+#define BLK_CFG_SEG_MAX	   12
+#define BLK_CFG_BLK_SIZE   20
+#define BLK_CFG_NUM_QUEUES 34
 
 struct blk_hdr {
 	uint32_t type;
@@ -249,6 +253,126 @@ static void parallel_reads(struct vt_dev *d)
 	       why[0] ? why : "none", irqs, spurious);
 }
 
+/* 5.2.2 with VIRTIO_BLK_F_MQ: requestq1..N. First one 8-sector read on
+ * each queue by itself: its used entry on that queue, one interrupt on
+ * that queue's MSI-X vector and none on the others' (INTx: the one pin,
+ * ISR's queue bit). Then the PAR_REQS reads spread over all queues, each
+ * queue notified once: all used on the queue they were posted on, data
+ * right, every queue interrupted on its own vector. */
+static bool queue_used_all(void *p)
+{
+	const struct vt_dev *d = p;
+	for (unsigned q = 0; q < d->nq; q++) {
+		unsigned want = 0;
+		for (unsigned k = 0; k < PAR_REQS; k++)
+			want += k % d->nq == q;
+		if (virtq_used_pending(&d->vq[q]) < want)
+			return false;
+	}
+	return true;
+}
+
+static void mq_reads(struct vt_dev *d)
+{
+	char what[160];
+	for (unsigned q = 0; q < d->nq; q++) {
+		struct par_req *r = &par[0];
+		struct irq_snap s;
+		struct vt_wait w;
+		uint64_t sector = PAR_FIRST + PAR_SECTS * q;
+		*r->hdr = (struct blk_hdr){VIRTIO_BLK_T_IN, 0, sector};
+		*r->status = 0xFF;
+		memset(r->buf, 0x5A, PAR_SECTS * SECTOR);
+		struct virtq_buf b[3] = {
+		    {r->hdr, sizeof(*r->hdr)}, {r->buf, PAR_SECTS * SECTOR}, {r->status, 1}};
+		vt_wait_prepare(d, &s);
+		int head = virtq_add(&d->vq[q], b, 1, 2);
+		virtq_kick(&d->vq[q]);
+		vt_wait(d, &d->vq[q], &s, head, VT_WAIT_US, true, 1, &w);
+		uint64_t elsewhere = 0;
+		for (unsigned o = 0; o < d->nq && d->msix; o++)
+			if (o != q)
+				elsewhere += irq_new(&s, d->vec_queue[o]);
+		snprintf(what, sizeof(what),
+			 "request queue %u alone: an IN is used there, status OK, data matches, "
+			 "%s (5.2.2)",
+			 q,
+			 d->msix ? "one interrupt on its own vector, none on the other queue's"
+				 : "its interrupt on the pin with ISR's queue bit");
+		dcheck(d,
+		       head >= 0 && !w.why[0] && *r->status == VIRTIO_BLK_S_OK &&
+			   w.len == PAR_SECTS * SECTOR + 1 &&
+			   mismatch(r->buf, sector, PAR_SECTS * SECTOR) < 0 && elsewhere == 0,
+		       what,
+		       "%s%sstatus 0x%02x, used len %u, %lu interrupts on other queues' vectors",
+		       w.why, w.why[0] ? "; " : "", *r->status, w.len, elsewhere);
+	}
+
+	/* All queues at once: request k on queue k % nq. */
+	struct irq_snap s;
+	unsigned bad = 0, got = 0;
+	char why[160] = "";
+	vt_wait_prepare(d, &s);
+	for (unsigned k = 0; k < PAR_REQS; k++) {
+		struct par_req *r = &par[k];
+		*r->hdr = (struct blk_hdr){VIRTIO_BLK_T_IN, 0, PAR_FIRST + PAR_SECTS * k};
+		*r->status = 0xFF;
+		memset(r->buf, 0x5A, PAR_SECTS * SECTOR);
+		struct virtq_buf b[3] = {
+		    {r->hdr, sizeof(*r->hdr)}, {r->buf, PAR_SECTS * SECTOR}, {r->status, 1}};
+		r->head = virtq_add(&d->vq[k % d->nq], b, 1, 2);
+		r->done = false;
+	}
+	for (unsigned q = 0; q < d->nq; q++)
+		virtq_kick(&d->vq[q]);
+	irq_wait_until(&s, queue_used_all, d, VT_WAIT_US);
+	irq_spin_us(VT_SETTLE_US);
+	uint64_t irqs[VT_MAX_QUEUES] = {0};
+	bool irq_ok = true;
+	for (unsigned q = 0; q < d->nq; q++) {
+		uint16_t head;
+		uint32_t len;
+		while (virtq_get_used(&d->vq[q], &head, &len)) {
+			got++;
+			struct par_req *r = NULL;
+			for (unsigned k = q; k < PAR_REQS; k += d->nq)
+				if (par[k].head == head && !par[k].done)
+					r = &par[k];
+			int64_t diff = r ? mismatch(r->buf, r->hdr->sector, PAR_SECTS * SECTOR) : 0;
+			if (!r || *r->status != VIRTIO_BLK_S_OK || len != PAR_SECTS * SECTOR + 1 ||
+			    diff >= 0) {
+				if (!bad++)
+					snprintf(
+					    why, sizeof(why),
+					    "queue %u used id %u%s: status 0x%02x, used len %u, "
+					    "data %s",
+					    q, head, r ? "" : " (not posted on this queue)",
+					    r ? *r->status : 0, len, diff >= 0 ? "differs" : "ok");
+			}
+			if (r)
+				r->done = true;
+		}
+		irqs[q] = vt_queue_irqs(d, &d->vq[q], &s);
+		if (d->msix)
+			irq_ok = irq_ok && irqs[q] >= 1 && irqs[q] <= PAR_REQS / d->nq;
+	}
+	uint64_t spurious = d->pin ? irq_pin_spurious_new(&s, d->pin) : 0;
+	if (d->pin) /* one pin for all: at least one interrupt, at most one per request */
+		irq_ok = irqs[0] >= 1 && irqs[0] <= PAR_REQS &&
+			 irq_intx_redeliveries_ok(&vt.lapic, irqs[0], spurious);
+	info("%s: %u reads on %u queues at once: interrupts %lu / %lu%s", d->tag, PAR_REQS, d->nq,
+	     irqs[0], irqs[1], d->pin ? " (one pin: counted once)" : " (per queue vector)");
+	snprintf(what, sizeof(what),
+		 "%u IN requests over %u request queues, each notified once: all used on their "
+		 "queue, data matches, %s",
+		 PAR_REQS, d->nq,
+		 d->msix ? "every queue interrupted on its own vector"
+			 : "interrupts on the one pin");
+	dcheck(d, got == PAR_REQS && bad == 0 && irq_ok, what,
+	       "%u of %u used, %u bad (%s), interrupts %lu / %lu (%lu finding ISR 0)", got,
+	       PAR_REQS, bad, why[0] ? why : "none", irqs[0], irqs[1], spurious);
+}
+
 static void write_flush(struct vt_dev *d)
 {
 	struct vt_wait w;
@@ -325,9 +449,10 @@ static void past_end(struct vt_dev *d, uint64_t capacity)
 
 void vt_blk(struct vt_dev *d)
 {
-	static const uint16_t qmax[1] = {32};
+	static const uint16_t qmax[VT_MAX_MQ] = {32, 32};
 	uint64_t wanted = VIRTIO_F_BIT(VIRTIO_BLK_F_SEG_MAX) | VIRTIO_F_BIT(VIRTIO_BLK_F_BLK_SIZE) |
-			  VIRTIO_F_BIT(VIRTIO_BLK_F_FLUSH) | VIRTIO_F_BIT(VIRTIO_BLK_F_RO);
+			  VIRTIO_F_BIT(VIRTIO_BLK_F_FLUSH) | VIRTIO_F_BIT(VIRTIO_BLK_F_RO) |
+			  (vt.queues > 1 ? VIRTIO_F_BIT(VIRTIO_BLK_F_MQ) : 0);
 
 	hdr = ram_alloc(sizeof(*hdr), 16);
 	status = ram_alloc(1, 1);
@@ -335,8 +460,21 @@ void vt_blk(struct vt_dev *d)
 	if (!dcheck(d, hdr && status && data && par_alloc(), "request buffers allocated",
 		    "out of RAM pool"))
 		return;
-	if (!vt_bringup(d, wanted, 1, qmax))
+	if (!vt_bringup(d, wanted, vt.queues, qmax))
 		return;
+	bool mq = d->offered & VIRTIO_F_BIT(VIRTIO_BLK_F_MQ);
+	if (vt.queues > 1) {
+		/* 5.2.4: num_queues, read when VIRTIO_BLK_F_MQ is offered. */
+		uint16_t nq = (uint16_t)virtio_config_read(&d->vp, BLK_CFG_NUM_QUEUES, 2);
+		dcheck(
+		    d, mq && nq == vt.queues,
+		    "virtiotest.queues=2: VIRTIO_BLK_F_MQ (bit 12) offered, num_queues 2 (5.2.3, "
+		    "5.2.4)",
+		    "features 0x%016lx, num_queues %u", d->offered, nq);
+	} else {
+		dcheck(d, !mq, "one request queue: VIRTIO_BLK_F_MQ is not offered",
+		       "features 0x%016lx", d->offered);
+	}
 	bool ro = d->offered & VIRTIO_F_BIT(VIRTIO_BLK_F_RO);
 	if (vt.ro)
 		dcheck(d, ro, "virtiotest.ro=1: VIRTIO_BLK_F_RO (bit 5) is offered (5.2.3)",
@@ -376,6 +514,8 @@ void vt_blk(struct vt_dev *d)
 	write_flush(d);
 	read_range(d, WRITE_SECTOR - 1, WRITE_COUNT + 2, "read back of sectors 15-24");
 	parallel_reads(d);
+	if (d->nq > 1)
+		mq_reads(d);
 	get_id(d);
 	past_end(d, capacity);
 	vt_finish(d);

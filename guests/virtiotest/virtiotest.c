@@ -21,7 +21,11 @@
  * LIST (comma-separated blk,rng,console,net: exactly these must be found;
  * default: test whatever is there, at least one), virtiotest.ro=1 (the
  * disk is read-only), virtiotest.sectors=N (the disk has exactly N
- * sectors of the host's pattern). Any other virtiotest.* key fails.
+ * sectors of the host's pattern), virtiotest.queues=N (1 or 2: the disk's
+ * request queues and the net device's queue pairs, --disk ...,queues=N and
+ * --net ...,queues=N; with 2, VIRTIO_BLK_F_MQ and VIRTIO_NET_F_MQ with the
+ * control queue must be offered and every queue is driven). Any other
+ * virtiotest.* key fails.
  *
  * Only the interrupt handler runs at CPL 0 (guest/irq.h); the rest runs in
  * run_user_irq(), natively on our KVM hosts.
@@ -38,7 +42,7 @@ struct virtiotest vt;
 #define MAX_FUNCS      32
 
 static const char *const known_keys[] = {"virtiotest.expect", "virtiotest.devices", "virtiotest.ro",
-					 "virtiotest.sectors"};
+					 "virtiotest.sectors", "virtiotest.queues"};
 static const char *const type_names[] = {"", "net", "blk", "console", "rng"};
 #define NTYPES 5
 
@@ -114,6 +118,7 @@ static void parse_cmdline(struct boot_params *bp)
 	uint64_t n;
 
 	vt.expect_msix = true;
+	vt.queues = 1;
 	vt.cmdline = cmdline_get(bp);
 	if (!check(vt.cmdline != NULL, "command line is readable", "cmd_line_ptr 0x%x",
 		   bp->hdr.cmd_line_ptr))
@@ -146,6 +151,11 @@ static void parse_cmdline(struct boot_params *bp)
 		if (check(cmdline_parse_u64(val, len, &n) && n >= 1,
 			  "virtiotest.sectors is a number", "\"%.*s\"", (int)len, val))
 			vt.sectors = n;
+	}
+	if (cmdline_value(vt.cmdline, "virtiotest.queues", &val, &len)) {
+		if (check(cmdline_parse_u64(val, len, &n) && n >= 1 && n <= VT_MAX_MQ,
+			  "virtiotest.queues is 1 or 2", "\"%.*s\"", (int)len, val))
+			vt.queues = (unsigned)n;
 	}
 }
 

@@ -16,7 +16,8 @@
 #include "guest/virtio.h"
 
 #define VT_MAX_DEVS   8
-#define VT_MAX_QUEUES 2
+#define VT_MAX_QUEUES 5 /* two net queue pairs and the control queue */
+#define VT_MAX_MQ     2 /* virtiotest.queues */
 
 /* IDT vectors: MSI-X entry i of device n gets VEC_MSIX_BASE + 8n + i
  * (entry 0 = configuration changes, entry 1 + q = queue q); IOAPIC pin p
@@ -62,6 +63,7 @@ struct virtiotest {
 	bool expect_msix;
 	bool ro;
 	uint64_t sectors;    /* 0: not given */
+	unsigned queues;     /* blk request queues and net queue pairs (1) */
 	unsigned want_types; /* bit per virtio device ID, 0: not given */
 	uint64_t tsc_hz;
 	struct irq_lapic_info lapic;

@@ -125,21 +125,23 @@ static void ft_needs_reset(struct virtio_transport *t, const char *why)
 	f->needs_reset = true;
 }
 
-static void ft_lock(struct virtio_transport *t)
+static void ft_lock(struct virtio_transport *t, unsigned q)
 {
 	(void)t;
+	(void)q;
 }
 
-static void ft_unlock(struct virtio_transport *t)
+static void ft_unlock(struct virtio_transport *t, unsigned q)
 {
 	(void)t;
+	(void)q;
 }
 
 static const struct virtio_transport_ops ft_ops = {
     .queue_used = ft_queue_used,
     .needs_reset = ft_needs_reset,
-    .lock = ft_lock,
-    .unlock = ft_unlock,
+    .queue_lock = ft_lock,
+    .queue_unlock = ft_unlock,
 };
 
 /* ---- helpers ---- */
@@ -334,7 +336,7 @@ static int reap_used(struct bench *b, struct lat_vec *lat, unsigned *freed)
 static int wait_and_reap(struct bench *b, struct lat_vec *lat, unsigned *freed)
 {
 	for (;;) {
-		struct pollfd p = {.fd = b->blk.completion_fd, .events = POLLIN};
+		struct pollfd p = {.fd = b->blk.queues[0].completion_fd, .events = POLLIN};
 		int r = poll(&p, 1, STALL_MS);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -343,8 +345,8 @@ static int wait_and_reap(struct bench *b, struct lat_vec *lat, unsigned *freed)
 		if (r == 0)
 			return fail("no completion for %d ms with %u requests in flight (device "
 				    "inflight %u)",
-				    STALL_MS, b->inflight, b->blk.inflight);
-		virtio_blk_complete(&b->blk);
+				    STALL_MS, b->inflight, b->blk.queues[0].inflight);
+		virtio_blk_complete(&b->blk.queues[0]);
 		if (b->ft.needs_reset)
 			return fail("device set NEEDS_RESET while completing: %s", b->ft.why);
 		int n = reap_used(b, lat, freed);
@@ -394,7 +396,7 @@ int main(int argc, char **argv)
 	b->used = (volatile struct vq_used *)gpa(b, GPA_USED);
 
 	struct err e = {0};
-	if (virtio_blk_init(&b->blk, path, true, true, &e) < 0) {
+	if (virtio_blk_init(&b->blk, path, true, true, 1, &e) < 0) {
 		fprintf(stderr, "blk_bench: virtio_blk_init: %s\n", e.msg);
 		virtio_blk_destroy(&b->blk);
 		return e.kind == ERR_INPUT ? 2 : 1;
@@ -462,9 +464,9 @@ int main(int argc, char **argv)
 	}
 	uint64_t elapsed = clock_now_ns() - start;
 
-	if (b->blk.inflight != 0) {
+	if (b->blk.queues[0].inflight != 0) {
 		fail("all %llu requests reaped but the device still counts %u in flight",
-		     (unsigned long long)b->reaped, b->blk.inflight);
+		     (unsigned long long)b->reaped, b->blk.queues[0].inflight);
 		rc = 1;
 		goto out;
 	}

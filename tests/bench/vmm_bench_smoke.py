@@ -14,13 +14,14 @@ Exit 77 (skipped) without a usable /dev/kvm or without matplotlib.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["irq_latency", "virtio", "exit_costs", "exit_dispatch", "footprint",
+SECTIONS = ["irq_latency", "virtio", "multiqueue", "exit_costs", "exit_dispatch", "footprint",
             "blk_model_vs_fio"]
 STATUSES = {"ok", "partial", "pending", "skipped", "error"}
 CHARTS = ["irq_latency_cdf.svg", "virtio_rates.svg", "footprint.svg"]
@@ -104,6 +105,28 @@ def main():
                   + (rr[0].get("output_tail", "") if rr else "not run"))
     res = sec.get("virtio", {}).get("results", [])
     check(len(res) == 8, f"virtio: {len(res)} figures, 8 expected (2 devices x 2 depths x 2 modes)")
+    mq = sec.get("multiqueue", {})
+    net = os.geteuid() == 0 and os.path.exists("/dev/net/tun") and shutil.which("unshare")
+    for who in ["ours"] + (["qemu"] if qemu else []) + (["ours-net"] if net else []):
+        rr = [x for x in mq.get("runs", []) if x["who"] == who]
+        check(rr and all(x["ok"] for x in rr), f"multiqueue: vbench blkmq under {who}: "
+              + (next((x.get("output_tail", "") for x in rr if not x["ok"]), "") if rr
+                 else "not run"))
+    check(len(mq.get("results", [])) == 4,
+          f"multiqueue: {len(mq.get('results', []))} figures, 4 expected (--quick: 1 and 2 "
+          "queues x 2 modes)")
+    if net:
+        check(sum(1 for r in mq.get("net_results", []) if r["ours"]) == 4,
+              "multiqueue: virtio-net transmit: not every configuration has a figure")
+    for x in mq.get("runs", []):
+        if x["who"] != "qemu" and x["ok"] and x["config"] != "q1":
+            # blk: both request queues; net: both transmit queues (1 and 3)
+            # of the five (two pairs and the control queue).
+            qs = x.get("queue_stats", [])
+            used = [l for l in qs if x["who"] == "ours" or re.search(r"queue [13] ", l)]
+            check(len(qs) == (2 if x["who"] == "ours" else 5) and len(used) == 2 and
+                  all(re.search(r"requests [1-9]", l) for l in used),
+                  f"multiqueue: {x['who']} {x['config']} {x['mode']}: both queues served: {qs}")
     ex = sec.get("exit_costs", {}).get("results", {})
     for t in ("exit-pio", "exit-mmio", "exit-notify"):
         check(ex.get(t, {}).get("ours"), f"exit_costs: no {t} figure for ours")

@@ -63,7 +63,8 @@ def inner(a):
         os.mkdir(mnt)
         fs = fusedisk.FuseDisk(backing, mnt)
         try:
-            cmd = [a.vmm, "--kernel", a.kernel, "--disk", fs.path, "--timeout", "120",
+            disk = fs.path + (f",queues={a.queues}" if a.queues > 1 else "")
+            cmd = [a.vmm, "--kernel", a.kernel, "--disk", disk, "--timeout", "120",
                    "--cmdline", f"flushtest.mode=write flushtest.cycle={CYCLE} flushtest.batch={BATCH}"]
             print("running:", " ".join(cmd), flush=True)
             vm = ftlib.Vmm(cmd)
@@ -128,6 +129,8 @@ def main():
     ap.add_argument("--vmm", required=True)
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--signal", choices=["TERM", "INT"], default="TERM")
+    ap.add_argument("--queues", type=int, default=1,
+                    help="request queues of the disk: more than one puts it on an I/O thread")
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.inner:
@@ -143,7 +146,8 @@ def main():
         return ftlib.skip("no unshare(1) (util-linux)")
     cmd = ["unshare", "--mount", "--propagation", "private", sys.executable,
            os.path.abspath(__file__), "--inner", "--vmm", os.path.abspath(a.vmm),
-           "--kernel", os.path.abspath(a.kernel), "--signal", a.signal]
+           "--kernel", os.path.abspath(a.kernel), "--signal", a.signal,
+           "--queues", str(a.queues)]
     return subprocess.run(cmd).returncode
 
 

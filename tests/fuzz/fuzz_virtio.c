@@ -113,9 +113,10 @@ static int fake_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool as
 	return 0;
 }
 
-static int fake_watch(void *ctx, int fd, void (*ready)(void *arg), void *arg)
+static int fake_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg), void *arg)
 {
 	(void)ctx;
+	(void)q;
 	if (w.nwatch >= MAX_WATCH)
 		abort();
 	w.watches[w.nwatch++] = (struct watch){fd, ready, arg};

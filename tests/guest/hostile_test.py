@@ -52,6 +52,8 @@ def main():
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--mode", choices=["msix", "intx"], default="msix")
     ap.add_argument("--sectors", type=int, default=4096)
+    ap.add_argument("--disk-queues", type=int, default=1,
+                    help="request queues of the disk (more than one: served by an I/O thread)")
     ap.add_argument("--wall-timeout", type=float, default=240)
     a = ap.parse_args()
 
@@ -69,7 +71,9 @@ def main():
         direct = direct_ok(path)
         keys = f"hostile.sectors={a.sectors}" + (" hostile.expect=intx" if a.mode == "intx" else "")
         cmd = [a.vmm, "--kernel", a.kernel, "--memory", "512",
-               "--disk", path + (",direct" if direct else ""), "--rng", "--device", "testdev",
+               "--disk", path + (",direct" if direct else "") +
+               (f",queues={a.disk_queues}" if a.disk_queues > 1 else ""), "--rng", "--device",
+               "testdev",
                "--stats", "--timeout", "120", "--cmdline", keys]
         if a.mode == "intx":
             cmd += ["--irq-mode", "intx"]

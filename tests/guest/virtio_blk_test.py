@@ -2,7 +2,7 @@
 """virtio-blk around vmm_test.py: prepares a disk image, runs the runner, checks the image.
 
 Usage:
-  virtio_blk_test.py [--sectors N] [--ro] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
+  virtio_blk_test.py [--sectors N] [--ro] [--queues N] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
 
 The image has N 512-byte sectors; byte i is (i * 131 + (i >> 9) * 7 + 3) & 0xFF
 (the pattern guests/virtiotest/blk.c checks). "--disk IMAGE[,ro]" is appended to
@@ -35,9 +35,11 @@ def expected_image(sectors, ro):
     return bytes(data)
 
 
-def add_disk(vmm_args, path, sectors, ro):
-    args = list(vmm_args) + ["--disk", path + (",ro" if ro else "")]
-    keys = f"virtiotest.sectors={sectors}" + (" virtiotest.ro=1" if ro else "")
+def add_disk(vmm_args, path, sectors, ro, queues):
+    args = list(vmm_args) + ["--disk", path + (",ro" if ro else "") +
+                             (f",queues={queues}" if queues > 1 else "")]
+    keys = f"virtiotest.sectors={sectors}" + (" virtiotest.ro=1" if ro else "") + \
+        (f" virtiotest.queues={queues}" if queues > 1 else "")
     if "--cmdline" in args:
         i = args.index("--cmdline") + 1
         args[i] = args[i] + " " + keys
@@ -50,6 +52,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sectors", type=int, default=256)
     ap.add_argument("--ro", action="store_true")
+    ap.add_argument("--queues", type=int, default=1,
+                    help="request queues: ',queues=N' and virtiotest.queues=N")
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     rest = a.rest[1:] if a.rest and a.rest[0] == "--" else a.rest
@@ -67,7 +71,7 @@ def main():
             f.write(original)
         if a.ro:
             os.chmod(path, 0o444)
-        cmd = [sys.executable, runner] + runner_opts + ["--"] + add_disk(vmm_args, path, a.sectors, a.ro)
+        cmd = [sys.executable, runner] + runner_opts + ["--"] + add_disk(vmm_args, path, a.sectors, a.ro, a.queues)
         print("disk image:", path, f"({a.sectors} sectors{', read-only' if a.ro else ''})", flush=True)
         rc = subprocess.run(cmd).returncode
         if rc == 77:

@@ -2,7 +2,7 @@
 """virtio-net around vmm_test.py, in a network namespace of its own.
 
 Usage:
-  virtio_net_test.py [--tap vt0] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
+  virtio_net_test.py [--tap vt0] [--queues N] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
 
 Creates a namespace (ip netns add), runs the runner inside it (ip netns exec)
 with "--net tap=TAP" added to the VMM arguments, and, also inside it, a peer
@@ -106,6 +106,8 @@ def skip(why):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tap", default="vt0")
+    ap.add_argument("--queues", type=int, default=1,
+                    help="queue pairs: ',queues=N' on --net (the guest's key is the caller's)")
     ap.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--nonce", default="", help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=float, default=90)
@@ -151,7 +153,8 @@ def main():
         procs.append(peer_p)
         want = (f'^virtiotest: net received host frame: "{HOST_PREFIX} {nonce}"')
         cmd = in_ns + [sys.executable, runner] + runner_opts + [
-            "--stdout=" + want, "--"] + vmm_args + ["--net", f"tap={a.tap}"]
+            "--stdout=" + want, "--"] + vmm_args + [
+                "--net", f"tap={a.tap}" + (f",queues={a.queues}" if a.queues > 1 else "")]
         print(f"namespace {ns}, nonce {nonce}", flush=True)
         runner_p = subprocess.Popen(cmd)
         procs.append(runner_p)

@@ -5,8 +5,9 @@
 #   -Db_sanitize=address,undefined, nothing recovers): every unit and guest
 #   test, the real ./vmm under KVM included (leaks: in the unit tests).
 # tsan: ThreadSanitizer: the threaded paths, the stress test of vCPU threads
-#   and the I/O thread (tests/unit/test_threads_stress.c) and guests that
-#   drive MSI-X, INTx and virtio through the real ./vmm's threads.
+#   and per-queue I/O threads (tests/unit/test_threads_stress.c), the
+#   multiqueue unit tests, and guests that drive MSI-X, INTx and virtio
+#   (multiqueue too) through the real ./vmm's threads.
 # The build is kept in OUTDIR/MODE and only rebuilt when sources change.
 set -euo pipefail
 src=$(cd "$1" && pwd) out=$2 mode=$3
@@ -26,9 +27,10 @@ tsan)
 	# The ring accessors' fences order guest-shared memory, which TSan
 	# does not model (-Wtsan); the guest is no thread of the VMM.
 	opts=(-Db_sanitize=thread -Dc_args=-Wno-tsan)
-	tests=(threads_stress virtio_pci msix irq_routes pcitest-msix-irqfd pcitest-msix-signal
+	tests=(threads_stress virtio_pci virtio_mq msix irq_routes pcitest-msix-irqfd pcitest-msix-signal
 		pcitest-intx-resample pcitest-shared-pin virtiotest-blk-rng-msix
-		virtiotest-blk-rng-intx virtiotest-console-msix)
+		virtiotest-blk-rng-intx virtiotest-console-msix virtiotest-blk-mq-msix virtiotest-net-mq-msix
+		hostile-msix-mq)
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 	;;
 *) echo "usage: $0 SRCDIR OUTDIR asan|tsan" >&2; exit 2 ;;

@@ -117,7 +117,7 @@ static uint8_t *disk;	 /* what the file holds */
 static void blk_open(bool ro)
 {
 	struct err e = {0};
-	int ret = virtio_blk_init(&blk, path, ro, false, &e);
+	int ret = virtio_blk_init(&blk, path, ro, false, 1, &e);
 	unlink(path); /* nothing left behind, even when a case fails */
 	ck_assert_msg(ret == 0, "virtio_blk_init: %s", e.msg);
 	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
@@ -180,9 +180,9 @@ static void blk_run(uint16_t want)
 {
 	blk.vdev.ops->queue_notify(&blk.vdev, 0);
 	for (int spins = 0; vrd_used_idx(&vr[0]) != want && spins < 100; spins++) {
-		struct pollfd p = {.fd = blk.completion_fd, .events = POLLIN};
+		struct pollfd p = {.fd = blk.queues[0].completion_fd, .events = POLLIN};
 		poll(&p, 1, 100);
-		virtio_blk_complete(&blk);
+		virtio_blk_complete(&blk.queues[0]);
 	}
 	ck_assert_uint_eq(vrd_used_idx(&vr[0]), want);
 }

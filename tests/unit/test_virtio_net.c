@@ -72,7 +72,8 @@ static void net_up(uint64_t features)
 	write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
 	fake_ram_init(&ram, RAM);
 	struct err e = {0};
-	ck_assert_msg(virtio_net_init(&net, TAP, mac, NULL, &e) == 0, "virtio_net_init: %s", e.msg);
+	ck_assert_msg(virtio_net_init(&net, TAP, mac, 1, NULL, &e) == 0, "virtio_net_init: %s",
+		      e.msg);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(s, 0);
 	struct ifreq ifr;
@@ -138,9 +139,9 @@ static void host_send(const uint8_t *f, size_t len)
 /* Waits for the tap to be readable and lets the device read it. */
 static void tap_turn(void)
 {
-	struct pollfd p = {.fd = net.tap_fd, .events = POLLIN};
+	struct pollfd p = {.fd = net.pairs[0].tap_fd, .events = POLLIN};
 	ck_assert_int_eq(poll(&p, 1, 2000), 1);
-	virtio_net_tap_ready(&net);
+	virtio_net_tap_ready(&net.pairs[0]);
 }
 
 /* The next 0x88B5 frame on the host side, or 0 after a second. */
@@ -380,7 +381,7 @@ START_TEST(test_net_tap_made_here_is_up_and_an_existing_one_is_left_alone)
 	ck_assert_int_eq(ioctl(fd, TUNSETPERSIST, 1), 0);
 	close(fd);
 	ck_assert(!(tap_flags("vnt1") & IFF_UP));
-	ck_assert_msg(virtio_net_init(&n2, "vnt1", mac, NULL, &e) == 0, "%s", e.msg);
+	ck_assert_msg(virtio_net_init(&n2, "vnt1", mac, 1, NULL, &e) == 0, "%s", e.msg);
 	ck_assert(!n2.tap_created);
 	ck_assert(!(tap_flags("vnt1") & IFF_UP));
 	virtio_net_destroy(&n2);
@@ -420,10 +421,10 @@ START_TEST(test_net_tap_gone_rx_needs_reset)
 	 * thread's turn sets NEEDS_RESET with no guest action. */
 	rx_post(0, 1526);
 	tap_delete();
-	struct pollfd p = {.fd = net.tap_fd, .events = POLLIN};
+	struct pollfd p = {.fd = net.pairs[0].tap_fd, .events = POLLIN};
 	ck_assert_int_eq(poll(&p, 1, 2000), 1);
 	ck_assert(p.revents & POLLERR);
-	virtio_net_tap_ready(&net);
+	virtio_net_tap_ready(&net.pairs[0]);
 	ck_assert_uint_ge(ft.needs_reset, 1);
 	ck_assert_msg(strstr(ft.why, "tap " TAP " is gone"), "why: %s", ft.why);
 	ck_assert_uint_eq(vrd_used_idx(&vr[RXQ]), 0);
@@ -451,7 +452,7 @@ static bool net_possible(char *why, size_t len)
 			_exit(2);
 		struct virtio_net n;
 		struct err e = {0};
-		_exit(virtio_net_init(&n, TAP, mac, NULL, &e) == 0 ? 0 : 3);
+		_exit(virtio_net_init(&n, TAP, mac, 1, NULL, &e) == 0 ? 0 : 3);
 	}
 	int st = 0;
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {

@@ -121,10 +121,11 @@ static int fh_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool assi
 	return h->ioeventfd_ret;
 }
 
-static int fh_watch(void *ctx, int fd, void (*ready)(void *arg), void *arg)
+static int fh_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg), void *arg)
 {
 	struct fake_host *h = ctx;
 	ck_assert_uint_lt(h->nw, FAKE_HOST_WATCH_MAX);
+	h->w[h->nw].q = q;
 	h->w[h->nw].fd = fd;
 	h->w[h->nw].ready = ready;
 	h->w[h->nw].arg = arg;
@@ -161,10 +162,12 @@ unsigned fake_host_ioeventfds(const struct fake_host *h)
 	return n;
 }
 
-unsigned fake_host_poll(struct fake_host *h)
+static unsigned fake_host_poll_some(struct fake_host *h, int q)
 {
 	unsigned calls = 0;
 	for (unsigned i = 0; i < h->nw; i++) {
+		if (q >= 0 && h->w[i].q != (unsigned)q)
+			continue;
 		struct pollfd p = {.fd = h->w[i].fd, .events = POLLIN};
 		if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
 			h->w[i].ready(h->w[i].arg);
@@ -172,6 +175,16 @@ unsigned fake_host_poll(struct fake_host *h)
 		}
 	}
 	return calls;
+}
+
+unsigned fake_host_poll(struct fake_host *h)
+{
+	return fake_host_poll_some(h, -1);
+}
+
+unsigned fake_host_poll_queue(struct fake_host *h, unsigned q)
+{
+	return fake_host_poll_some(h, (int)q);
 }
 
 int fake_host_watch_of(const struct fake_host *h, int fd)
@@ -202,20 +215,23 @@ static void ft_needs_reset(struct virtio_transport *t, const char *why)
 	snprintf(f->why, sizeof(f->why), "%s", why ? why : "");
 }
 
-static void ft_lock(struct virtio_transport *t)
+static void ft_lock(struct virtio_transport *t, unsigned q)
 {
-	ft_of(t)->lock_depth++;
-	ft_of(t)->locks++;
+	ck_assert_uint_lt(q, VIRTIO_MAX_QUEUES);
+	ck_assert_int_eq(ft_of(t)->lock_depth[q], 0); /* never taken twice */
+	ft_of(t)->lock_depth[q]++;
+	ft_of(t)->locks[q]++;
 }
 
-static void ft_unlock(struct virtio_transport *t)
+static void ft_unlock(struct virtio_transport *t, unsigned q)
 {
-	ft_of(t)->lock_depth--;
+	ft_of(t)->lock_depth[q]--;
 }
 
 /* A driver that has set DRIVER_OK, unless the test says otherwise. */
-static bool ft_live(struct virtio_transport *t)
+static bool ft_live(struct virtio_transport *t, unsigned q)
 {
+	(void)q;
 	return !ft_of(t)->not_live;
 }
 
@@ -223,8 +239,8 @@ static const struct virtio_transport_ops ft_ops = {
     .queue_used = ft_queue_used,
     .live = ft_live,
     .needs_reset = ft_needs_reset,
-    .lock = ft_lock,
-    .unlock = ft_unlock,
+    .queue_lock = ft_lock,
+    .queue_unlock = ft_unlock,
 };
 
 void fake_transport_attach(struct fake_transport *f, struct virtio_dev *d, uint64_t features)

@@ -61,7 +61,7 @@ void vrd_used_elem(const struct vring_drv *v, unsigned slot, uint32_t *id, uint3
 
 /* ---- a host for virtio-pci ---- */
 #define FAKE_HOST_IO_MAX    64
-#define FAKE_HOST_WATCH_MAX 16
+#define FAKE_HOST_WATCH_MAX 64
 struct fake_host {
 	struct {
 		uint64_t gpa;
@@ -71,6 +71,7 @@ struct fake_host {
 	} io[FAKE_HOST_IO_MAX];
 	unsigned nio;
 	struct {
+		unsigned q; /* the queue whose loop was asked for */
 		int fd;
 		void (*ready)(void *arg);
 		void *arg;
@@ -85,6 +86,8 @@ int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa);
 unsigned fake_host_ioeventfds(const struct fake_host *h);
 /* One main-loop pass: ready(arg) for each watched fd that is readable. */
 unsigned fake_host_poll(struct fake_host *h);
+/* The same for the watches of queue q only: one I/O thread's loop. */
+unsigned fake_host_poll_queue(struct fake_host *h, unsigned q);
 /* The watch on fd, or -1. */
 int fake_host_watch_of(const struct fake_host *h, int fd);
 
@@ -94,8 +97,8 @@ struct fake_transport {
 	unsigned used[VIRTIO_MAX_QUEUES];
 	unsigned needs_reset;
 	char why[160];
-	int lock_depth;
-	unsigned locks;
+	int lock_depth[VIRTIO_MAX_QUEUES]; /* per queue lock */
+	unsigned locks[VIRTIO_MAX_QUEUES];
 	bool not_live; /* the driver has not set DRIVER_OK (or NEEDS_RESET) */
 };
 /* Plugs the device into the recorder; negotiated features = `features`. */
