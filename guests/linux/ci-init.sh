@@ -68,7 +68,7 @@ disk_check() {
 		check disk-pattern FAIL "read back: $(cat /tmp/dd.err)"
 		return
 	fi
-	if cmp -s /tmp/pattern /tmp/back; then
+	if cmp -s -n 65536 /tmp/pattern /tmp/back; then
 		check disk-pattern ok "64 KiB written with O_DIRECT+fsync to vda1 and read back with O_DIRECT"
 	else
 		check disk-pattern FAIL "vda1 read back differs from what was written"

@@ -7,7 +7,9 @@ Usage: make-ci-initramfs.py OUT.cpio [--busybox PATH]
 Contents: /dev/console (char 5:1, the kernel's first console), /dev /proc
 /sys /tmp /mnt/tools (with dev, proc, tmp under it) as directories,
 /bin/busybox (from the busybox-static package, installed by name with
-apt-get when missing), /bin/sh -> busybox, /init (ci-init.sh). The archive
+apt-get when missing), /bin/APPLET -> busybox for each of its applets (its
+"standalone shell" finds applets through /proc/self/exe, which is not there
+before /init mounts /proc), /init (ci-init.sh). The archive
 is written here, in Python, so neither root (for the device node) nor the
 kernel's gen_init_cpio is needed, and it is byte-for-byte reproducible
 (mtimes 0, uid/gid 0).
@@ -84,6 +86,11 @@ class Newc:
         self.out.write(b"\0" * (-self.out.tell() % 512))
 
 
+def applets(busybox):
+    out = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True).stdout
+    return sorted(a for a in out.split() if a and "/" not in a and a != "busybox")
+
+
 def write_initramfs(path, busybox, init_script):
     with open(busybox, "rb") as f:
         bb = f.read()
@@ -97,7 +104,8 @@ def write_initramfs(path, busybox, init_script):
             c.dir(d)
         c.chardev("dev/console", 5, 1)
         c.file("bin/busybox", bb)
-        c.symlink("bin/sh", "busybox")
+        for a in applets(busybox):
+            c.symlink("bin/" + a, "busybox")
         c.file("init", init)
         c.trailer()
     os.replace(tmp, path)

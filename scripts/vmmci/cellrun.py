@@ -294,7 +294,8 @@ def run_cell(cell, index, ctx):
     for name, fname in (("console", "console.log"), ("hvc0", "hvc0.log"), ("stderr", "vmm.stderr")):
         with open(os.path.join(cdir, fname), "w") as f:
             f.write(session.text(name))
-    c, stats, checks = consolelog.evaluate(session.text("console"), session.text("hvc0"),
+    c, stats, checks = consolelog.evaluate(session.text("console"),
+                                           session.text("console") + session.text("hvc0"),
                                            session.text("stderr"), code, e)
     checks.append(disk_pattern_check(disk, token, e.userspace))
     if killed:

@@ -331,10 +331,13 @@ def userspace_checks(c, hvc_text, e):
         else:
             out.append(Check(name, FAIL, "not reported by /init", "userspace"))
     out.append(proc_interrupts_check(c, e))
+    # The VMM writes hvc0's output where the serial console goes (stdout, or
+    # the --console-log file), so it is looked for in both streams.
     echo = f"hvc0-echo: {e.token}"
     seen = any(clean_line(x) == echo for x in hvc_text.splitlines())
     out.append(Check("hvc0-host", PASS if seen else FAIL,
-                     f"the VMM's stdout (hvc0) {'has' if seen else 'lacks'} \"{echo}\"", "userspace"))
+                     f"the VMM's console output {'has' if seen else 'lacks'} \"{echo}\", "
+                     "which /init wrote to /dev/hvc0 only", "userspace"))
     if c.done is None:
         detail = ("no \"VMMCI: done\" line" +
                   ("" if c.protocol else " (and no \"VMMCI: protocol\": /init never ran)"))
