@@ -305,6 +305,16 @@ def run_cell(cell, index, ctx):
     return cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv)
 
 
+def proc_interrupts_by_device(c):
+    """The guest's /proc/interrupts virtio lines, under blk/net/console/rng."""
+    out = {}
+    for line in c.interrupts:
+        words = line.split()
+        name = words[-1].split("-")[0].rstrip(",") if words else ""
+        out.setdefault(c.virtio.get(name, name or "?"), []).append(" ".join(words))
+    return out
+
+
 def cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv):
     failed = [x for x in checks if x.status == consolelog.FAIL]
     return {
@@ -316,7 +326,7 @@ def cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv):
         "boot": {"run_init_dmesg_s": c.run_init, "wall_s": marks,
                  "vmm_wall_s": round(session.wall, 3), "vmm_exit": code},
         "irq": consolelog.irq_paths(stats),
-        "proc_interrupts": c.interrupts,
+        "proc_interrupts": proc_interrupts_by_device(c),
         "checks": [x.to_dict() for x in checks],
         "fio": consolelog.fio_figures(c), "iperf3": consolelog.iperf_figures(c),
         "cmdline": cmdline, "argv": argv,

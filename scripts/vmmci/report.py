@@ -187,7 +187,7 @@ def boot_chart(plt, path, cells):
                    label=f"{mode}, {cpus} vCPU{'s' if cpus > 1 else ''}")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylabel("dmesg seconds at \"Run /init\"")
-    ax.set_title("Boot time per kernel and interrupt mode (mean, min-max over repeats)")
+    ax.set_title("Boot time to \"Run /init\" (mean, min-max over repeats)", fontsize="medium")
     ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path)
