@@ -12,6 +12,9 @@ packages=(
   fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests
   iproute2 python3                           # net tests (ip netns), test runners
+  bc flex bison libelf-dev libssl-dev make patch xz-utils  # guests/linux kernel builds
+  busybox-static iperf3 e2fsprogs            # scripts/vmm-ci: initramfs, tools disk
+  python3-matplotlib                         # scripts/vmm-ci charts
 )
 missing=()
 for p in "${packages[@]}"; do
