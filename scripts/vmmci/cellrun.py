@@ -112,6 +112,14 @@ def net_unavailable_reason():
     return ""
 
 
+LIVE = set()  # running Sessions, so an interrupted runner can stop their VMMs
+
+
+def stop_all():
+    for session in list(LIVE):
+        session.kill()
+
+
 class Session:
     """The VMM process and its three streams, with host timestamps."""
 
@@ -129,6 +137,14 @@ class Session:
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        LIVE.add(self)
+        try:
+            return self.loop(fifo_fd, wall_limit)
+        finally:
+            LIVE.discard(self)
+            os.close(fifo_fd)
+
+    def loop(self, fifo_fd, wall_limit):
         sel = selectors.DefaultSelector()
         for fd, name in ((fifo_fd, "console"), (self.proc.stdout.fileno(), "hvc0"),
                          (self.proc.stderr.fileno(), "stderr")):
@@ -148,7 +164,6 @@ class Session:
         code = self.proc.wait()
         while self.read(fifo_fd, "console", final=True):
             pass
-        os.close(fifo_fd)
         self.flush()
         self.wall = time.monotonic() - self.t0
         return code, killed
@@ -201,6 +216,24 @@ class Session:
 
 WALL_MARKS = {"run_init": "as init process", "init_start": "VMMCI: init start",
               "hvc0_ready": "VMMCI: hvc0 ready", "done": "VMMCI: done"}
+
+
+def start_iperf3_server(prefix):
+    """iperf3 -s on the tap's host side, returned once it says it listens."""
+    p = subprocess.Popen(prefix + ["iperf3", "-s", "-B", HOST_IP, "--forceflush"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    seen = b""
+    while b"Server listening" not in seen and p.poll() is None:
+        if not sel.select(timeout=30):
+            break
+        seen += os.read(p.stdout.fileno(), 4096)
+    if b"Server listening" not in seen:
+        p.kill()
+        p.wait()
+        raise RuntimeError(f"iperf3 -s did not start: {seen.decode(errors='replace')}")
+    return p
 
 
 def cell_expectations(cell, emulated, net_reason, token):
@@ -278,8 +311,7 @@ def run_cell(cell, index, ctx):
             netns.__enter__()
             prefix = netns.prefix()
             if cell.full:
-                iperf = subprocess.Popen(prefix + ["iperf3", "-s", "-B", HOST_IP],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                iperf = start_iperf3_server(prefix)
         argv = prefix + vmm_argv(cell, ctx.vmm, ctx.initrd, disk, ctx.tools if cell.full else None,
                                  fifo, cmdline, netns.tap if netns else None, ctx.timeout)
         session = Session(argv, fifo, on_line)

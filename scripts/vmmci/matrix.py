@@ -1,4 +1,5 @@
 """Kernels, cells, the quick matrix and shards."""
+import hashlib
 import os
 import re
 import struct
@@ -46,7 +47,9 @@ class Kernel:
     def slug(self):
         if self.source == "recipe":
             return self.label.replace(":", "-")
-        return "user-" + re.sub(r"[^A-Za-z0-9.]+", "_", os.path.basename(self.path))[:40]
+        digest = hashlib.sha256(self.path.encode()).hexdigest()[:6]
+        name = re.sub(r"[^A-Za-z0-9.]+", "_", os.path.basename(self.path))[:32]
+        return f"user-{name}-{digest}"
 
     @property
     def series(self):
