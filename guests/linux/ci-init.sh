@@ -29,6 +29,14 @@ check() { # NAME ok|FAIL DETAIL...
 	say "check $*"
 }
 up() { read -r UP _ </proc/uptime; } # no $(...): a subshell is a fork
+# FLAT = $1 on one line, words separated by single spaces (no fork).
+flat() {
+	set -f
+	# shellcheck disable=SC2086 # splitting is the point
+	set -- $1
+	FLAT="$*"
+	set +f
+}
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -80,7 +88,8 @@ rng_check() {
 	cur=none
 	[ -r /sys/class/misc/hw_random/rng_current ] && read -r cur </sys/class/misc/hw_random/rng_current
 	hex=$(timeout 60 od -An -tx1 -N32 /dev/hwrng 2>&1)
-	hex=$(echo $hex)
+	flat "$hex"
+	hex=$FLAT
 	case "$hex" in
 	*[!0-9a-f\ ]* | "") check hwrng FAIL "rng_current $cur: no bytes from /dev/hwrng within 60 s: $hex" ;;
 	"00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")
@@ -94,6 +103,7 @@ hvc_check() {
 	[ -c /dev/hvc0 ] || { check hvc0-echo FAIL "no /dev/hvc0"; return; }
 	say "hvc0 ready"
 	line=
+	# shellcheck disable=SC3045 # busybox ash has read -t
 	if read -r -t 120 line </dev/hvc0 && [ "$line" = "$token" ]; then
 		echo "hvc0-echo: $line" >/dev/hvc0
 		check hvc0-echo ok "read the runner's token on hvc0 and wrote it back"
@@ -112,6 +122,8 @@ ping_check() {
 	done <<EOF
 $out
 EOF
+	flat "$summary"
+	summary=$FLAT
 	if [ $rc -eq 0 ]; then check ping ok "$host: $summary"; else check ping FAIL "$host: $summary"; fi
 }
 
@@ -131,8 +143,11 @@ tools_checks() {
 		--runtime=20 --time_based --output-format=terse 2>&1)
 	rc=$?
 	case "$out" in
-	3\;*) [ $rc -eq 0 ] && check fio ok "terse v3" || check fio FAIL "exit $rc" ;;
-	*) check fio FAIL "exit $rc: $(echo $out)" ;;
+	3\;*) if [ $rc -eq 0 ]; then check fio ok "terse v3"; else check fio FAIL "exit $rc"; fi ;;
+	*)
+		flat "$out"
+		check fio FAIL "exit $rc: $FLAT"
+		;;
 	esac
 	while read -r l; do case "$l" in 3\;*) say "data fio-terse $l" ;; esac; done <<EOF
 $out
@@ -144,7 +159,8 @@ EOF
 	while read -r l; do case "$l" in *sender* | *receiver*) say "data iperf3 $l" ;; esac; done <<EOF
 $out
 EOF
-	if [ $rc -eq 0 ]; then check iperf3 ok "to $host, 10 s"; else check iperf3 FAIL "exit $rc: $(echo $out)"; fi
+	flat "$out"
+	if [ $rc -eq 0 ]; then check iperf3 ok "to $host, 10 s"; else check iperf3 FAIL "exit $rc: $FLAT"; fi
 }
 
 disk_check

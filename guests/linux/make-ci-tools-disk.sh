@@ -35,7 +35,7 @@ for prog in /usr/bin/fio /usr/bin/iperf3; do
 done
 echo "root:x:0:0:root:/:/bin/sh" >"$root/etc/passwd"
 size_kib=$(du -sk "$root" | cut -f1)
-img_mib=$((size_kib / 1024 * 5 / 4 + 16))
+img_mib=$((size_kib * 5 / 4 / 1024 + 16))
 rm -f "$out.tmp"
 mke2fs -q -t ext4 -L vmmci-tools -d "$root" -E root_owner=0:0 "$out.tmp" "${img_mib}M"
 mv "$out.tmp" "$out"
