@@ -254,14 +254,14 @@ def cell_expectations(cell, emulated, net_reason, token):
                              token=token)
 
 
-def cmdline_for(cell, net, token):
+def cmdline_for(cell, net, token, emulated):
     k = cell.kernel
     words = ["console=hvc0", "console=ttyS0", "reboot=k", "panic=-1", "printk.time=1",
              "clearcpuid=" + clearcpuid_for(k.version), f"vmmci.token={token}",
              f"vmmci.host={HOST_IP}"]
     if net:
         words.append(f"ip={GUEST_IP}::{HOST_IP}:{NETMASK}:vm:eth0:off")
-    if cell.cpus > 1:
+    if cell.cpus > 1 and emulated:
         words.append("nopv")  # Linux's PV IPI never completes on a ring-0-emulating host
     if cell.full:
         words.append("vmmci.full=1")
@@ -293,7 +293,7 @@ def run_cell(cell, index, ctx):
     if os.path.exists(fifo):
         os.unlink(fifo)
     os.mkfifo(fifo)
-    cmdline = cmdline_for(cell, not ctx.net_reason, token)
+    cmdline = cmdline_for(cell, not ctx.net_reason, token, ctx.emulated)
     marks = {}
 
     def on_line(session, now, text):
