@@ -212,38 +212,42 @@ def fmt_ts(ts):
     return "?" if ts is None else f"{ts:.3f} s"
 
 
+def lines_check(name, c, wanted):
+    """PASS when every (label, regex) of wanted matches some console line."""
+    found = [(label, first_line(c, rx)) for label, rx in wanted]
+    missing = [label for label, hit in found if not hit]
+    if missing:
+        return Check(name, FAIL, "missing: " + ", ".join(missing))
+    return Check(name, PASS, "; ".join(dict.fromkeys(hit[1].strip() for _, hit in found)))
+
+
+def rng_check(c, stats):
+    """crng init completed and the virtio-rng device really delivered bytes."""
+    crng = first_line(c, r"crng init done")
+    nbytes = sum(stats.rng_bytes.values()) if stats.rng_bytes else None
+    ok = crng and (nbytes is None or nbytes > 0)
+    detail = f"crng init done at {fmt_ts(crng[0])}" if crng else "no \"crng init done\""
+    if nbytes is not None:
+        detail += f"; virtio-rng delivered {nbytes} bytes"
+    return Check("virtio-rng", PASS if ok else FAIL, detail)
+
+
 def device_checks(c, stats, e):
     out = []
     if "blk" in e.devices:
-        probe = first_line(c, r"virtio_blk virtio\d+: \[vda\]")
-        scan = first_line(c, r"^\s*vda: vda1 vda2")
-        ok = probe and scan
-        out.append(Check("virtio-blk", PASS if ok else FAIL,
-                         "; ".join(x[1] for x in (probe, scan) if x) if ok else
-                         "missing: " + ", ".join(n for n, x in (("[vda] probe", probe),
-                                                                 ("partition scan vda1 vda2", scan))
-                                                 if not x)))
+        out.append(lines_check("virtio-blk", c, [
+            ("\"virtio_blk ...: [vda]\" probe", r"virtio_blk virtio\d+: \[vda\]"),
+            ("partition scan \"vda: vda1 vda2\"", r"^\s*vda: vda1 vda2")]))
     if "console" in e.devices:
-        hvc = first_line(c, r"console \[hvc0\] enabled")
-        out.append(Check("virtio-console", PASS if hvc else FAIL,
-                         hvc[1] if hvc else "no \"console [hvc0] enabled\""))
+        out.append(lines_check("virtio-console", c, [
+            ("\"console [hvc0] enabled\"", r"console \[hvc0\] enabled")]))
     if "net" in e.devices:
-        if not e.net:
-            out.append(Check("virtio-net", SKIP, e.net_skip))
-        else:
-            ipc = first_line(c, r"IP-Config: Complete:")
-            dev = first_line(c, r"device=eth0")
-            ok = ipc and dev
-            out.append(Check("virtio-net", PASS if ok else FAIL,
-                             (dev or ipc)[1] if ok else "no \"IP-Config: Complete: device=eth0\""))
+        out.append(Check("virtio-net", SKIP, e.net_skip) if not e.net else
+                   lines_check("virtio-net", c, [
+                       ("\"IP-Config: Complete:\"", r"IP-Config: Complete:"),
+                       ("\"device=eth0\" (ip= on the tap)", r"device=eth0")]))
     if "rng" in e.devices:
-        crng = first_line(c, r"crng init done")
-        nbytes = sum(stats.rng_bytes.values()) if stats.rng_bytes else None
-        ok = crng and (nbytes is None or nbytes > 0)
-        detail = (f"crng init done at {fmt_ts(crng[0])}" if crng else "no \"crng init done\"")
-        if nbytes is not None:
-            detail += f"; virtio-rng delivered {nbytes} bytes"
-        out.append(Check("virtio-rng", PASS if ok else FAIL, detail))
+        out.append(rng_check(c, stats))
     return out
 
 
