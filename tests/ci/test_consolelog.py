@@ -226,6 +226,28 @@ class Runner(unittest.TestCase):
         self.assertEqual([c.id for c in cells], ["6.1-msi.msix.c1.r1", "6.1-msi.intx.c1.r1",
                                                  "6.1-nomsi.msix.c1.r1", "6.1-msi.msix.c2.r1"])
 
+    def test_kernel_version_from_bzimage_header_and_vmlinux_banner(self):
+        import struct
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            bz = bytearray(0x3000)
+            bz[0x202:0x206] = b"HdrS"
+            struct.pack_into("<H", bz, 0x20E, 0x1000)  # kernel_version - 0x200
+            bz[0x1200:0x1220] = b"5.10.223 (root@vm) #1 SMP\0"
+            v = os.path.join(d, "vmlinux")
+            with open(v, "wb") as f:
+                f.write(b"\x7fELF" + b"\0" * 5000 + b"Linux version 6.12.117 (root@vm)")
+            b = os.path.join(d, "bzImage")
+            with open(b, "wb") as f:
+                f.write(bz)
+            self.assertEqual(matrix.kernel_file_version(b), "5.10.223")
+            self.assertEqual(matrix.kernel_file_version(v), "6.12.117")
+            k = matrix.parse_kernel_spec(b + ":nomsi")
+            self.assertEqual((k.source, k.variant, k.patched), ("user", "nomsi", False))
+            self.assertTrue(k.slug.startswith("user-bzImage-"))
+            with self.assertRaises(ValueError):
+                matrix.parse_kernel_spec("7.0:msi")
+
     def test_expected_pattern_matches_init_script(self):
         p = cellrun.expected_pattern("tok")
         self.assertEqual(len(p), 65536)
