@@ -101,7 +101,9 @@ def summary_md(meta, cells, charts):
     npass = sum(c["result"] == "pass" for c in cells)
     out = ["# vmm-ci summary", "",
            f"**{npass} of {len(cells)} cells passed.** Host: {meta.get('host', '?')}; "
-           f"{meta.get('date', '')}; `{meta.get('command', '')}`.", ""]
+           f"{meta.get('date', '')}; `{meta.get('command', '')}`"
+           + (f"; load average at the end {meta['loadavg_at_end'][0]} on {meta.get('cpu_count')} "
+              "cores" if meta.get("loadavg_at_end") else "") + ".", ""]
     out += ["| cell | kernel | mode | vCPUs | result | Run /init (dmesg s) | Run /init (wall s) "
             "| irq path | userspace | failed checks |",
             "|---|---|---|---|---|---|---|---|---|---|"]
