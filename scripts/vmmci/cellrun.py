@@ -283,6 +283,7 @@ def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout):
 def run_cell(cell, index, ctx):
     """Runs one cell; returns its result dict (results.json's "cells" entry).
     ctx: vmm, initrd, tools, out (dir), timeout, emulated, net_reason."""
+    load = round(os.getloadavg()[0], 2)
     cdir = os.path.join(ctx.out, "cells", cell.id)
     os.makedirs(cdir, exist_ok=True)
     token = f"vmmci{os.getpid() % 100000}x{index}"
@@ -334,7 +335,9 @@ def run_cell(cell, index, ctx):
         checks.append(consolelog.Check("runner", consolelog.FAIL,
                                        f"killed at the {killed} ({ctx.timeout + 60} s)", "host"))
     os.unlink(disk)
-    return cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv)
+    result = cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv)
+    result["host_loadavg_at_start"] = load
+    return result
 
 
 def proc_interrupts_by_device(c):
