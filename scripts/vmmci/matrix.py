@@ -49,7 +49,7 @@ class Kernel:
             return self.label.replace(":", "-")
         digest = hashlib.sha256(self.path.encode()).hexdigest()[:6]
         name = re.sub(r"[^A-Za-z0-9.]+", "_", os.path.basename(self.path))[:32]
-        return f"user-{name}-{digest}"
+        return f"user-{name}-{digest}" + (f"-{self.variant}" if self.variant else "")
 
     @property
     def series(self):
