@@ -1,9 +1,9 @@
 """Runs one cell: one kernel, one interrupt mode, one vCPU count, one repeat.
 
 The VMM gets a partitioned scratch disk, the CI initramfs, virtio-rng, a
-virtio-console (hvc0 = the VMM's stdin/stdout), a tap in a network namespace
-of the cell's own (root only) and --stats; for the full matrix also the ext4
-tools disk. The serial console goes to a FIFO this process reads, so every
+virtio-console (hvc0: input from the VMM's stdin, output where the serial
+console goes), a tap in a network namespace of the cell's own (root only)
+and --stats; for the full matrix also the ext4 tools disk. The serial console goes to a FIFO this process reads, so every
 line gets a host timestamp and the hvc0 token is typed when /init asks for
 it (no sleeps: everything waits on file descriptors).
 """
