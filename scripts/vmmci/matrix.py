@@ -154,8 +154,13 @@ def quick_cells(kernels_by_label, repeat, full):
 
 
 def shard(cells, k, n):
-    """Shard k of n (1-based): every n-th cell, so each shard gets a similar mix."""
-    return [c for i, c in enumerate(cells) if i % n == k - 1]
+    """Shard k of n (1-based): every n-th cell in the order of a hash of the
+    cell ids, so the shards differ by at most one cell and none gets all of
+    one mode or kernel (plain every-n-th would, as modes alternate). The
+    order depends only on the ids: every machine computes the same split."""
+    order = sorted(cells, key=lambda c: hashlib.sha256(c.id.encode()).hexdigest())
+    mine = {c.id for i, c in enumerate(order) if i % n == k - 1}
+    return [c for c in cells if c.id in mine]
 
 
 def parse_shard(text):

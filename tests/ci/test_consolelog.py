@@ -216,6 +216,9 @@ class Runner(unittest.TestCase):
             self.assertLessEqual(max(map(len, parts)) - min(map(len, parts)), 1)
             again = [[c.id for c in matrix.shard(cells, i, n)] for i in range(1, n + 1)]
             self.assertEqual(parts, again)
+        halves = [matrix.shard(cells, i, 2) for i in (1, 2)]
+        for half in halves:  # both modes in each shard
+            self.assertEqual({c.mode for c in half}, {"msix", "intx"})
         with self.assertRaises(ValueError):
             matrix.parse_shard("3/2")
 
