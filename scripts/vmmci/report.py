@@ -1,6 +1,7 @@
 """results.json, junit.xml, summary.md and the SVG charts, from cell results."""
 import json
 import os
+import re
 import statistics
 import xml.etree.ElementTree as ET
 
@@ -11,7 +12,7 @@ IO_NOTE = ("On a host that emulates guest ring 0 these figures measure the emula
 
 def write_all(out, meta, cells):
     os.makedirs(out, exist_ok=True)
-    cells = sorted(cells, key=lambda c: c["id"])
+    cells = sorted(cells, key=lambda c: natural(c["id"]))
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"meta": meta, "cells": cells}, f, indent=1, sort_keys=True)
     write_junit(os.path.join(out, "junit.xml"), cells)
@@ -62,15 +63,27 @@ def failures(cells):
             for c in cells for x in c["checks"] if x["status"] == "fail"]
 
 
+def natural(text):
+    """"6.12:msi" after "6.1:nomsi": numbers compare as numbers."""
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", str(text))]
+
+
 def group_key(c):
     return (c["kernel"]["label"], c["mode"], c["cpus"])
+
+
+def group_order(key):
+    return (natural(key[0]), key[1], key[2])
 
 
 def boot_groups(cells):
     """(label, mode, cpus) -> {"dmesg": [...], "wall": [...], "version": ...}"""
     groups = {}
     for c in cells:
-        g = groups.setdefault(group_key(c), {"dmesg": [], "wall": [], "version": c["version"]})
+        g = groups.setdefault(group_key(c), {"dmesg": [], "wall": [], "load": [],
+                                             "version": c["version"]})
+        if c.get("host_loadavg_at_start") is not None:
+            g["load"].append(c["host_loadavg_at_start"])
         if c["boot"]["run_init_dmesg_s"] is not None:
             g["dmesg"].append(c["boot"]["run_init_dmesg_s"])
         if "run_init" in c["boot"]["wall_s"]:
@@ -119,10 +132,14 @@ def summary_md(meta, cells, charts):
     out += ["", "## Boot time to \"Run /init\"", "",
             "mean (min-max, sd) over the repeats, seconds; dmesg is the guest's own clock, "
             "wall is the host's from the VMM's start.", "",
-            "| kernel | mode | vCPUs | n | dmesg | wall |", "|---|---|---|---|---|---|"]
-    for (label, mode, cpus), g in sorted(boot_groups(cells).items()):
+            "| kernel | mode | vCPUs | n | dmesg | wall | host load (1-min avg at cell start) |",
+            "|---|---|---|---|---|---|---|"]
+    groups = boot_groups(cells)
+    for key in sorted(groups, key=group_order):
+        (label, mode, cpus), g = key, groups[key]
+        load = f"{statistics.mean(g['load']):.1f}" if g["load"] else "-"
         out.append(f"| {label} ({g['version']}) | {mode} | {cpus} | {len(g['dmesg'])} | "
-                   f"{spread(g['dmesg'])} | {spread(g['wall'])} |")
+                   f"{spread(g['dmesg'])} | {spread(g['wall'])} | {load} |")
     io = [c for c in cells if c.get("fio") or c.get("iperf3")]
     if io:
         note = IO_NOTE if "emulated" in meta.get("host", "") else ""
@@ -168,7 +185,7 @@ def write_charts(out, cells, emulated):
 
 def boot_chart(plt, path, cells):
     groups = boot_groups(cells)
-    labels = sorted({k[0] for k in groups})
+    labels = sorted({k[0] for k in groups}, key=natural)
     series = sorted({(k[1], k[2]) for k in groups})
     if not labels:
         return False
