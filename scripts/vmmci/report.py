@@ -192,7 +192,7 @@ def boot_chart(plt, path, cells):
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 4))
     width = 0.8 / len(series)
     for si, (mode, cpus) in enumerate(series):
-        xs, means, lo, hi = [], [], [], []
+        xs, means, lo, hi, dots = [], [], [], [], []
         for li, label in enumerate(labels):
             vals = groups.get((label, mode, cpus), {}).get("dmesg", [])
             if not vals:
@@ -202,10 +202,15 @@ def boot_chart(plt, path, cells):
             means.append(m)
             lo.append(m - min(vals))
             hi.append(max(vals) - m)
+            dots += [(xs[-1], v) for v in vals]
         if xs:
             ax.bar(xs, means, width, yerr=[lo, hi], capsize=3,
-                   label=f"{mode}, {cpus} vCPU{'s' if cpus > 1 else ''}")
+                   label=f"--irq-mode {mode}, {cpus} vCPU{'s' if cpus > 1 else ''}")
+            ax.scatter([d[0] for d in dots], [d[1] for d in dots], s=9, zorder=3,
+                       color="black", alpha=0.6)
     ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel("kernel (a nomsi kernel uses INTx under either --irq-mode; dots: single runs)",
+                  fontsize="small")
     ax.set_ylabel("dmesg seconds at \"Run /init\"")
     ax.set_title("Boot time to \"Run /init\" (mean, min-max over repeats)", fontsize="medium")
     ax.legend(fontsize="small")
