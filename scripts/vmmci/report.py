@@ -144,14 +144,15 @@ def summary_md(meta, cells, charts):
     if io:
         note = IO_NOTE if "emulated" in meta.get("host", "") else ""
         out += ["", "## fio and iperf3", "", note, "",
-                "| cell | fio read IOPS | fio write IOPS | fio read KiB/s | fio write KiB/s "
-                "| iperf3 sender Mbit/s | iperf3 receiver Mbit/s |",
-                "|---|---|---|---|---|---|---|"]
+                "| cell | irq path | fio read IOPS | fio write IOPS | fio read KiB/s "
+                "| fio write KiB/s | iperf3 sender Mbit/s | iperf3 receiver Mbit/s | host load |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for c in io:
             f, i = c.get("fio") or {}, c.get("iperf3") or {}
-            out.append(f"| {c['id']} | {num(f.get('read_iops'))} | {num(f.get('write_iops'))} | "
-                       f"{num(f.get('read_kib_s'))} | {num(f.get('write_kib_s'))} | "
-                       f"{num(i.get('sender_mbit_s'))} | {num(i.get('receiver_mbit_s'))} |")
+            out.append(f"| {c['id']} | {paths_text(c)} | {num(f.get('read_iops'))} | "
+                       f"{num(f.get('write_iops'))} | {num(f.get('read_kib_s'))} | "
+                       f"{num(f.get('write_kib_s'))} | {num(i.get('sender_mbit_s'))} | "
+                       f"{num(i.get('receiver_mbit_s'))} | {num(c.get('host_loadavg_at_start'))} |")
     fl = failures(cells)
     if fl:
         out += ["", "## Failures", ""] + [f"- {x}" for x in fl]
