@@ -140,6 +140,19 @@ if [ -f "$image/bzImage" ] && [ "$config_only" = 0 ]; then
   exit 0
 fi
 
+# One build at a time per cache (two CI jobs or shards on one machine share
+# it); whoever waited may find the image already built.
+exec 9>"$cache/.build.lock"
+if ! flock -n 9; then
+  log "waiting for another build in $cache"
+  flock 9
+fi
+if [ -f "$image/bzImage" ] && [ "$config_only" = 0 ]; then
+  log "$name: built meanwhile by another run (key $key)"
+  echo "$image/bzImage"
+  exit 0
+fi
+
 # --- 3. Unpack (and patch) the source once per version and patch. ---
 srcname="${pkg}_$pkgver"
 [ "$patched" = 0 ] || srcname="$srcname+hostwa-$patch_hash"
