@@ -146,6 +146,11 @@ class BrokenOnPurpose(unittest.TestCase):
         self.assertEqual((c.status, c.detail), ("skip", "not root"))
         self.assertEqual(self.verdict("ping", net=False, net_skip="not root").status, "skip")
 
+    def test_init_may_skip_a_check(self):
+        text = self.console.replace("VMMCI: check ping ok", "VMMCI: check ping skip", 1)
+        self.assertEqual(self.verdict("ping", console=text).status, "skip")
+        self.assertEqual(self.verdict("init-verdict", console=text).status, "pass")
+
     def test_two_cpus_expected_but_one_came_up(self):
         self.assertEqual(self.verdict("smp", cpus=2).status, "fail")
 
