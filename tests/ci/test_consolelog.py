@@ -201,6 +201,19 @@ class Parsing(unittest.TestCase):
                                                        "receiver_mbit_s": 0.8})
 
 
+class RecordedFigures(unittest.TestCase):
+    def test_full_cell_figures(self):
+        console, _, _ = load("6.12-msi-intx-full-pass")
+        c = consolelog.parse_console(console)
+        fio = consolelog.fio_figures(c)
+        self.assertEqual(set(fio), {"read_iops", "read_kib_s", "write_iops", "write_kib_s"})
+        self.assertTrue(all(v > 0 for v in fio.values()), fio)
+        iperf = consolelog.iperf_figures(c)
+        self.assertEqual(set(iperf), {"sender_mbit_s", "receiver_mbit_s"})
+        self.assertIsNone(consolelog.fio_figures(consolelog.parse_console(load(
+            "6.1-msi-msix-pass")[0])))
+
+
 class Runner(unittest.TestCase):
     def test_clearcpuid_numbers_before_5_19(self):
         self.assertEqual(cellrun.clearcpuid_for("5.10.223"), "151,308,295,154,141,156,293,304")
