@@ -160,6 +160,10 @@ class BrokenOnPurpose(unittest.TestCase):
                               "calculate TSC khz\n")
         self.assertEqual(self.verdict("no-firmware-bug", console=bad).status, "fail")
         self.assertEqual(self.verdict("tsc", console=bad).status, "fail")
+        # Even a PIT calibration that worked: the frequency must come from the VMM.
+        lucky = self.console + ("[    0.0] tsc: Fast TSC calibration using PIT\n"
+                                "[    0.0] tsc: Detected 2600.026 MHz processor\n")
+        self.assertEqual(self.verdict("tsc", console=lucky).status, "fail")
 
 
 class Parsing(unittest.TestCase):
