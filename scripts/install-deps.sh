@@ -13,7 +13,9 @@ packages=(
   cpio gzip                                  # initramfs for Linux guests
   iproute2 python3                           # net tests (ip netns), test runners
   strace valgrind                            # tests that watch the VMM; callgrind counts (vmm-bench)
-  python3-matplotlib                         # scripts/vmm-bench charts (SVG)
+  python3-matplotlib                         # scripts/vmm-bench and scripts/vmm-ci charts (SVG)
+  bc flex bison libelf-dev libssl-dev make patch xz-utils  # guests/linux kernel builds
+  busybox-static iperf3 e2fsprogs            # scripts/vmm-ci: initramfs, tools disk
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,42 +1,105 @@
 #!/usr/bin/env bash
-# Builds a tiny, linux-kvm-like Linux 6.1 bzImage from Debian's
-# linux-source-6.1 into CACHE_DIR/build-VARIANT (never committed) and prints
-# the bzImage's path on its last line.
-# Usage: build-kernel.sh CACHE_DIR VARIANT      (VARIANT: msi | nomsi)
+# Builds a tiny, linux-kvm-like Linux bzImage from Debian's linux-source-SERIES
+# (never committed) and prints its path on the last line of stdout.
 #
-#   msi    make tinyconfig + linux-kvm-tiny.config                (PCI_MSI=y)
-#   nomsi  make tinyconfig + linux-kvm-tiny.config + nomsi.config (PCI_MSI=n)
+# Usage: build-kernel.sh [options] VARIANT
+#        build-kernel.sh CACHE_DIR VARIANT         (the first form's 6.1 with --cache CACHE_DIR)
+#   VARIANT            msi | nomsi
+#   --series S         5.10 | 6.1 | 6.12 (default 6.1)
+#   --cache DIR        default ${VMM_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vmm/kernels}
+#   --host-workaround auto|yes|no
+#                      apply patches/host-workaround-syscall-pf-SERIES.patch
+#                      (default auto: only on a host whose KVM emulates guest
+#                      ring 0, i.e. /sys/module/kvm_pvm exists or /proc/cpuinfo
+#                      has no vmx/svm flag)
+#   --print-key        print the cache key and exit without building
+#   --config-only      configure and check the fragments, do not build
 #
-# Installs missing Debian packages by name (linux-source-6.1 bc flex bison
-# libelf-dev libssl-dev cpio), unpacks the source once into
-# CACHE_DIR/linux-source-6.1, configures, checks that every fragment line
-# stuck after `make olddefconfig`, and runs `make -j2 bzImage`. A build whose
-# fragments are unchanged (sha256 in CACHE_DIR/build-VARIANT/.fragment.sha256)
-# is not configured or built again. Progress goes to stderr, the make output
-# also to CACHE_DIR/build-VARIANT/build.log.
+# Configuration, for every series and variant:
+#   make tinyconfig, then merge (kernel's merge_config.sh -m, later lines win)
+#     linux-kvm-tiny.config                      always
+#     linux-kvm-tiny-SERIES.config               if it exists (per-version changes)
+#     nomsi.config                               for nomsi (PCI_MSI off)
+#   make olddefconfig, then check that EVERY option of those fragments has the
+#   value asked for (a dependency that is not met drops one silently).
+#
+# Cache (outside the clone, shared by every checkout and CI run on the
+# machine):
+#   CACHE/src/linux-source-S_PKGVERSION[+hostwa-PATCHHASH]/  unpacked (patched) source
+#   CACHE/build/S-VARIANT-{plain,hostwa}/                    out-of-tree build (incremental)
+#   CACHE/images/S-VARIANT-{plain,hostwa}-KEY/               the finished kernel:
+#       bzImage, config, System.map, build-info (key=value lines)
+# KEY = sha256 over the source package and version, the fragments' contents
+# (in merge order) and the patch's contents (or "unpatched"). An image whose
+# KEY exists is reused at once; otherwise the build tree is reconfigured and
+# make runs incrementally. Progress goes to stderr, make's output to
+# CACHE/build/.../build.log. JOBS=N sets make -jN (default 2).
 set -euo pipefail
 
-usage() { echo "usage: $0 CACHE_DIR msi|nomsi" >&2; exit 2; }
-[ $# -eq 2 ] || usage
-variant=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-case "$variant" in
-  msi)   fragments=("$here/linux-kvm-tiny.config") ;;
-  nomsi) fragments=("$here/linux-kvm-tiny.config" "$here/nomsi.config") ;;
-  *)     usage ;;
-esac
-mkdir -p "$1"
-cache=$(cd "$1" && pwd)
-src="$cache/linux-source-6.1"
-out="$cache/build-$variant"
-bzimage="$out/arch/x86/boot/bzImage"
-jobs=${JOBS:-2}
-
+usage() {
+  sed -n '5,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
 log() { echo "build-kernel: $*" >&2; }
 now() { date +%s; }
 
-# --- 1. Debian packages, by name, only the missing ones. ---
-packages=(linux-source-6.1 bc flex bison libelf-dev libssl-dev cpio)
+series=6.1
+cache=${VMM_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vmm/kernels}
+workaround=auto
+print_key=0
+config_only=0
+positional=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --series) series=${2:?}; shift 2 ;;
+    --cache) cache=${2:?}; shift 2 ;;
+    --host-workaround) workaround=${2:?}; shift 2 ;;
+    --print-key) print_key=1; shift ;;
+    --config-only) config_only=1; shift ;;
+    -h | --help) usage ;;
+    -*) log "unknown option $1"; usage ;;
+    *) positional+=("$1"); shift ;;
+  esac
+done
+case ${#positional[@]} in
+  1) variant=${positional[0]} ;;
+  2) cache=${positional[0]}; variant=${positional[1]} ;;  # the original interface
+  *) usage ;;
+esac
+case "$series" in 5.10 | 6.1 | 6.12) ;; *) log "unknown series $series"; usage ;; esac
+fragments=("$here/linux-kvm-tiny.config")
+[ -f "$here/linux-kvm-tiny-$series.config" ] && fragments+=("$here/linux-kvm-tiny-$series.config")
+case "$variant" in
+  msi) ;;
+  nomsi) fragments+=("$here/nomsi.config") ;;
+  *) usage ;;
+esac
+
+# A host whose KVM emulates ring 0 (the nested, page-table based kvm_pvm).
+host_emulates_ring0() {
+  [ -e /sys/module/kvm_pvm ] && return 0
+  ! grep -qwE 'vmx|svm' /proc/cpuinfo
+}
+case "$workaround" in
+  yes) patched=1 ;;
+  no) patched=0 ;;
+  auto) if host_emulates_ring0; then patched=1; else patched=0; fi ;;
+  *) usage ;;
+esac
+patch_file="$here/patches/host-workaround-syscall-pf-$series.patch"
+flavour=plain
+if [ "$patched" = 1 ]; then
+  [ -f "$patch_file" ] || { log "no $patch_file"; exit 1; }
+  flavour=hostwa
+fi
+
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+jobs=${JOBS:-2}
+
+# --- 1. Build tools, by Debian package name, only the missing ones. ---
+packages=(bc flex bison libelf-dev libssl-dev cpio make gcc patch xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -44,7 +107,6 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
-  # The package lists may be missing or stale on a fresh machine.
   for p in "${missing[@]}"; do
     cand=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2}')
     if [ -z "$cand" ] || [ "$cand" = "(none)" ]; then
@@ -54,47 +116,83 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
   done
   log "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
 
-# --- 2. Unpack the source once. ---
-if [ ! -f "$src/.unpacked" ]; then
-  tarball=$(find /usr/src -maxdepth 1 -name 'linux-source-6.1.tar.*' | head -n 1)
-  [ -n "$tarball" ] || { log "no /usr/src/linux-source-6.1.tar.* (is linux-source-6.1 installed?)"; exit 1; }
-  log "unpacking $tarball into $cache"
-  t0=$(now)
-  tmp=$(mktemp -d "$cache/.unpack.XXXXXX")
-  tar -xf "$tarball" -C "$tmp"
-  rm -rf "$src"
-  mv "$tmp/linux-source-6.1" "$src"
-  rmdir "$tmp"
-  dpkg-query -W -f='${Package} ${Version}\n' linux-source-6.1 >"$src/.unpacked"
-  log "unpacked in $(( $(now) - t0 )) s"
+# --- 2. The source package, and the cache key. ---
+read -r pkg pkgver tarball < <("$here/kernel-source.sh" "$series" "$cache" | tail -n 1)
+patch_hash=unpatched
+[ "$patched" = 0 ] || patch_hash=$(sha256sum <"$patch_file" | cut -c1-16)
+key=$( {
+  echo "$pkg $pkgver $variant"
+  for f in "${fragments[@]}"; do echo "== ${f##*/}"; cat "$f"; done
+  echo "== patch $patch_hash"
+} | sha256sum | cut -c1-16)
+if [ "$print_key" = 1 ]; then
+  echo "$key"
+  exit 0
 fi
-
-# --- 3. Configure (only when the fragments changed) and build. ---
-want=$(cat "${fragments[@]}" | sha256sum | cut -d' ' -f1)
-have=$(cat "$out/.fragment.sha256" 2>/dev/null || true)
-if [ "$want" = "$have" ] && [ -f "$bzimage" ]; then
-  log "$variant: fragments unchanged, keeping the existing build"
-  echo "$bzimage"
+name="$series-$variant-$flavour"
+image="$cache/images/$name-$key"
+if [ -f "$image/bzImage" ] && [ "$config_only" = 0 ]; then
+  log "$name: cached ($pkg $pkgver, key $key)"
+  echo "$image/bzImage"
   exit 0
 fi
 
+# One build at a time per cache (two CI jobs or shards on one machine share
+# it); whoever waited may find the image already built.
+exec 9>"$cache/.build.lock"
+if ! flock -n 9; then
+  log "waiting for another build in $cache"
+  flock 9
+fi
+if [ -f "$image/bzImage" ] && [ "$config_only" = 0 ]; then
+  log "$name: built meanwhile by another run (key $key)"
+  echo "$image/bzImage"
+  exit 0
+fi
+
+# --- 3. Unpack (and patch) the source once per version and patch. ---
+srcname="${pkg}_$pkgver"
+[ "$patched" = 0 ] || srcname="$srcname+hostwa-$patch_hash"
+src="$cache/src/$srcname"
+if [ ! -f "$src/.unpacked" ]; then
+  log "unpacking $tarball into $src"
+  t0=$(now)
+  mkdir -p "$cache/src"
+  tmp=$(mktemp -d "$cache/src/.unpack.XXXXXX")
+  tar -xf "$tarball" -C "$tmp"
+  if [ "$patched" = 1 ]; then
+    log "applying the host workaround ${patch_file##*/}"
+    patch -d "$tmp/$pkg" -p1 --forward --no-backup-if-mismatch <"$patch_file" >&2
+  fi
+  rm -rf "$src"
+  mv "$tmp/$pkg" "$src"
+  rmdir "$tmp"
+  echo "$pkg $pkgver $patch_hash" >"$src/.unpacked"
+  log "unpacked in $(($(now) - t0)) s"
+fi
+
+# --- 4. Configure and build out of tree (incrementally when possible). ---
+out="$cache/build/$name"
+if [ "$(cat "$out/.source" 2>/dev/null || true)" != "$src" ]; then
+  rm -rf "$out" # a tree built from another source (version or patch)
+fi
 mkdir -p "$out"
-rm -f "$out/.fragment.sha256"
+echo "$src" >"$out/.source"
 kmake() { make -C "$src" O="$out" "$@"; }
+fail() { tail -n 40 "$out/build.log" >&2; log "$name: $1 failed (log: $out/build.log)"; exit 1; }
 
 t0=$(now)
-log "$variant: make tinyconfig + ${fragments[*]##*/} + olddefconfig"
-kmake tinyconfig >"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; exit 1; }
-# Merge the fragments over tinyconfig (later lines win), then resolve.
+log "$name: make tinyconfig + ${fragments[*]##*/} + olddefconfig ($pkg $pkgver)"
+kmake tinyconfig >"$out/build.log" 2>&1 || fail "make tinyconfig"
 (cd "$out" && "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${fragments[@]}") \
-  >>"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; exit 1; }
-kmake olddefconfig >>"$out/build.log" 2>&1 || { tail -n 30 "$out/build.log" >&2; exit 1; }
+  >>"$out/build.log" 2>&1 || fail "merge_config.sh"
+kmake olddefconfig >>"$out/build.log" 2>&1 || fail "make olddefconfig"
 
-# Every fragment option must have the requested value now; a dependency
-# that is not met makes olddefconfig drop it silently.
+# Every fragment option must have the requested value now (the last
+# fragment that names an option wins, as in merge_config.sh).
 # shellcheck disable=SC2016
 bad=$(awk '
   FNR == NR {                                   # the resolved .config
@@ -110,21 +208,40 @@ bad=$(awk '
     }
   }' "$out/.config" "${fragments[@]}" | sort)
 if [ -n "$bad" ]; then
-  log "$variant: these fragment options did not stick after olddefconfig:"
+  log "$name: these fragment options did not stick after olddefconfig:"
   echo "$bad" >&2
   exit 1
 fi
 nopts=$(cat "${fragments[@]}" | sed -nE 's/^(# )?(CONFIG_[A-Za-z0-9_]+)[= ].*/\2/p' | sort -u | wc -l)
-log "$variant: all $nopts fragment options have their values ($(( $(now) - t0 )) s)"
+log "$name: all $nopts fragment options have their values ($(($(now) - t0)) s)"
+[ "$config_only" = 0 ] || exit 0
 
 t1=$(now)
-log "$variant: make -j$jobs bzImage (log: $out/build.log)"
-if ! kmake -j"$jobs" bzImage >>"$out/build.log" 2>&1; then
-  tail -n 40 "$out/build.log" >&2
-  log "$variant: build failed"
-  exit 1
-fi
-[ -f "$bzimage" ] || { log "no $bzimage after the build"; exit 1; }
-echo "$want" >"$out/.fragment.sha256"
-log "$variant: built in $(( $(now) - t1 )) s ($(stat -c %s "$bzimage") bytes, $(cat "$out/include/config/kernel.release" 2>/dev/null))"
-echo "$bzimage"
+log "$name: make -j$jobs bzImage (log: $out/build.log)"
+kmake -j"$jobs" bzImage >>"$out/build.log" 2>&1 || fail "make bzImage"
+[ -f "$out/arch/x86/boot/bzImage" ] || fail "finding arch/x86/boot/bzImage"
+release=$(cat "$out/include/config/kernel.release")
+
+# --- 5. Publish the image under its key (atomically: rename). ---
+mkdir -p "$cache/images"
+tmp=$(mktemp -d "$cache/images/.$name.XXXXXX")
+cp "$out/arch/x86/boot/bzImage" "$tmp/bzImage"
+cp "$out/.config" "$tmp/config"
+cp "$out/System.map" "$tmp/System.map"
+{
+  echo "series=$series"
+  echo "variant=$variant"
+  echo "package=$pkg"
+  echo "package_version=$pkgver"
+  echo "release=$release"
+  echo "host_workaround=$([ "$patched" = 1 ] && echo "${patch_file##*/}" || echo no)"
+  echo "fragments=${fragments[*]##*/}"
+  echo "key=$key"
+  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "build_seconds=$(($(now) - t1))"
+} >"$tmp/build-info"
+chmod 0755 "$tmp"
+rm -rf "$image"
+mv "$tmp" "$image"
+log "$name: built in $(($(now) - t1)) s ($(stat -c %s "$image/bzImage") bytes, $release, key $key)"
+echo "$image/bzImage"

@@ -1,0 +1,413 @@
+"""From a cell's recorded output to checks.
+
+Inputs, all text: the guest's serial console (ttyS0: kernel log and the
+/init's "VMMCI:" protocol lines, see guests/linux/ci-init.sh), the hvc0
+stream (the VMM's stdout with --console virtio), the VMM's stderr (with
+--stats) and its exit code. Nothing here runs anything, so every rule is
+unit-tested on recorded logs (tests/ci/).
+"""
+import re
+from dataclasses import dataclass, field, asdict
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
+RUN_INIT = re.compile(r"Run (\S+) as init process")
+MARKER = re.compile(r"VMMCI: (.*)$")
+
+# Lines that must never appear (the issue's list, plus oopses).
+BAD_LINES = [
+    ("WARNING:", re.compile(r"\bWARNING:")),
+    ("BUG:", re.compile(r"\bBUG:")),
+    ("nobody cared", re.compile(r"nobody cared")),
+    ("soft lockup", re.compile(r"soft lockup")),
+    ("hung task", re.compile(r"blocked for more than \d+ seconds|hung_task")),
+    ("Oops", re.compile(r"\bOops\b")),
+    ("general protection fault", re.compile(r"general protection fault")),
+]
+
+VIRTIO_TYPES = {1: "net", 2: "blk", 3: "console", 4: "rng"}
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # PASS, FAIL or SKIP
+    detail: str = ""
+    level: str = "kernel"  # kernel, userspace or host
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class Expect:
+    """What a cell should show, from how it was run."""
+    msi: object = None  # True: MSI-X expected; False: INTx; None: not known (user kernel)
+    cpus: int = 1
+    devices: tuple = ("blk", "console", "net", "rng")
+    net: bool = True  # a tap was attached (net_skip says why not)
+    net_skip: str = ""
+    userspace: bool = True  # /init can make system calls (userspace_skip says why not)
+    userspace_skip: str = ""
+    full: bool = False  # fio and iperf3 too
+    token: str = ""
+
+
+@dataclass
+class Console:
+    lines: list = field(default_factory=list)  # (dmesg seconds or None, text)
+    run_init: object = None  # dmesg seconds at "Run /init as init process"
+    init_path: str = ""
+    markers: list = field(default_factory=list)  # text after "VMMCI: "
+    checks: dict = field(default_factory=dict)  # name -> (ok: bool, detail)
+    data: list = field(default_factory=list)  # (name, value)
+    interrupts: list = field(default_factory=list)
+    virtio: dict = field(default_factory=dict)  # virtioN -> type name
+    done: object = None  # ("ok", n) or ("FAIL", detail)
+    protocol: object = None
+
+
+def clean_line(raw):
+    """One console line without its CR and other control bytes."""
+    return "".join(ch for ch in raw.rstrip("\r\n") if ch >= " " or ch == "\t").rstrip()
+
+
+def parse_console(text):
+    c = Console()
+    for raw in text.splitlines():
+        line = clean_line(raw)
+        m = DMESG_TS.match(line)
+        ts, body = (float(m.group(1)), m.group(2)) if m else (None, line)
+        c.lines.append((ts, body))
+        m = RUN_INIT.search(body)
+        if m and c.run_init is None:
+            c.run_init, c.init_path = ts, m.group(1)
+        m = MARKER.search(body)
+        if m:
+            parse_marker(c, m.group(1))
+    return c
+
+
+def parse_marker(c, text):
+    c.markers.append(text)
+    word, _, rest = text.partition(" ")
+    if word == "protocol":
+        c.protocol = rest
+    elif word == "check":
+        name, _, tail = rest.partition(" ")
+        verdict, _, detail = tail.partition(" ")
+        c.checks[name] = ({"ok": True, "skip": None}.get(verdict, False), detail)
+    elif word == "data":
+        name, _, value = rest.partition(" ")
+        c.data.append((name, value))
+    elif word == "interrupts" and not rest.startswith("header "):
+        c.interrupts.append(rest)
+    elif word == "virtio":
+        name, _, devid = rest.partition(" ")
+        try:
+            c.virtio[name] = VIRTIO_TYPES.get(int(devid, 16), devid)
+        except ValueError:
+            c.virtio[name] = devid
+    elif word == "done":
+        verdict, _, detail = rest.partition(" ")
+        c.done = (verdict, detail)
+
+
+def first_line(c, pattern):
+    """The first (dmesg seconds, text) whose text matches pattern, or None."""
+    rx = re.compile(pattern)
+    for ts, body in c.lines:
+        if rx.search(body):
+            return ts, body
+    return None
+
+
+# ---- the VMM's --stats lines ----
+
+@dataclass
+class Stats:
+    devices: dict = field(default_factory=dict)  # virtio-blk0 -> {slot, notifies, interrupts}
+    msi: dict = field(default_factory=dict)  # device name -> delivered (sum over vectors)
+    pins: dict = field(default_factory=dict)  # IOAPIC pin -> asserted
+    rng_bytes: dict = field(default_factory=dict)
+    net: dict = field(default_factory=dict)  # virtio-net0 -> {rx, tx, tx-errors, ...}
+    blk: dict = field(default_factory=dict)
+    seen: bool = False
+
+
+STAT_DEV = re.compile(r"vmm: stats: (virtio-\S+) \(slot (\d+)\): notifies (\d+), interrupts (\d+)")
+STAT_MSI = re.compile(r"vmm: stats: MSI (\S+) vector (\d+)\s+delivered (\d+)")
+STAT_PIN = re.compile(r"vmm: stats: INTx pin (\d+) .*?asserted (\d+)")
+STAT_RNG = re.compile(r"vmm: stats: (virtio-rng\d+): bytes (\d+)")
+STAT_NET = re.compile(r"vmm: stats: (virtio-net\d+) \S+: (.*)$")
+STAT_BLK = re.compile(r"vmm: stats: (virtio-blk\d+) \S+: (.*)$")
+KEYVALS = re.compile(r"([a-z][a-z-]*) (\d+)")
+
+
+def parse_stats(text):
+    s = Stats()
+    for line in text.splitlines():
+        if "vmm: stats:" not in line:
+            continue
+        s.seen = True
+        if m := STAT_DEV.search(line):
+            s.devices[m.group(1)] = {"slot": int(m.group(2)), "notifies": int(m.group(3)),
+                                     "interrupts": int(m.group(4))}
+        elif m := STAT_MSI.search(line):
+            s.msi[m.group(1)] = s.msi.get(m.group(1), 0) + int(m.group(3))
+        elif m := STAT_PIN.search(line):
+            s.pins[int(m.group(1))] = int(m.group(2))
+        elif m := STAT_RNG.search(line):
+            s.rng_bytes[m.group(1)] = int(m.group(2))
+        elif m := STAT_NET.search(line):
+            s.net[m.group(1)] = {k: int(v) for k, v in KEYVALS.findall(m.group(2))}
+        elif m := STAT_BLK.search(line):
+            s.blk[m.group(1)] = {k: int(v) for k, v in KEYVALS.findall(m.group(2))}
+    return s
+
+
+def intx_pin(slot):
+    """The IOAPIC pin of a device's INTA (devices/pci.h: 16 + slot % 8)."""
+    return 16 + slot % 8
+
+
+def irq_paths(stats):
+    """Per virtio device: {"path": "msix"|"intx"|"mixed"|"none", "msi": n, "intx": n}.
+    A pin's count belongs to a device only if no other device shares it."""
+    owners = {}
+    for name, d in stats.devices.items():
+        owners.setdefault(intx_pin(d["slot"]), []).append(name)
+    paths = {}
+    for name, d in stats.devices.items():
+        pin = intx_pin(d["slot"])
+        msi = stats.msi.get(name, 0)
+        intx = stats.pins.get(pin, 0) if len(owners[pin]) == 1 else 0
+        path = "mixed" if msi and intx else "msix" if msi else "intx" if intx else "none"
+        paths[name] = {"path": path, "msi": msi, "intx": intx, "pin": pin,
+                       "interrupts": d["interrupts"]}
+    return paths
+
+
+# ---- the checks ----
+
+def kernel_checks(c, stats, e):
+    out = []
+    if c.run_init is not None or first_line(c, RUN_INIT.pattern):
+        out.append(Check("boot", PASS, f"Run {c.init_path} as init process at "
+                         f"{fmt_ts(c.run_init)} (dmesg)"))
+    else:
+        out.append(Check("boot", FAIL, "no \"Run /init as init process\" on the console"))
+    out += device_checks(c, stats, e)
+    out.append(irq_path_check(stats, e))
+    out.append(bad_lines_check(c))
+    if e.cpus > 1:
+        out.append(smp_check(c, e.cpus))
+    out.append(firmware_bug_check(c))
+    out.append(tsc_check(c))
+    return out
+
+
+def fmt_ts(ts):
+    return "?" if ts is None else f"{ts:.3f} s"
+
+
+def lines_check(name, c, wanted):
+    """PASS when every (label, regex) of wanted matches some console line."""
+    found = [(label, first_line(c, rx)) for label, rx in wanted]
+    missing = [label for label, hit in found if not hit]
+    if missing:
+        return Check(name, FAIL, "missing: " + ", ".join(missing))
+    return Check(name, PASS, "; ".join(dict.fromkeys(hit[1].strip() for _, hit in found)))
+
+
+def rng_check(c, stats):
+    """crng init completed and the virtio-rng device really delivered bytes."""
+    crng = first_line(c, r"crng init done")
+    nbytes = sum(stats.rng_bytes.values()) if stats.rng_bytes else None
+    ok = crng and (nbytes is None or nbytes > 0)
+    detail = f"crng init done at {fmt_ts(crng[0])}" if crng else "no \"crng init done\""
+    if nbytes is not None:
+        detail += f"; virtio-rng delivered {nbytes} bytes"
+    return Check("virtio-rng", PASS if ok else FAIL, detail)
+
+
+def device_checks(c, stats, e):
+    out = []
+    if "blk" in e.devices:
+        out.append(lines_check("virtio-blk", c, [
+            ("\"virtio_blk ...: [vda]\" probe", r"virtio_blk virtio\d+: \[vda\]"),
+            ("partition scan \"vda: vda1 vda2\"", r"^\s*vda: vda1 vda2")]))
+    if "console" in e.devices:
+        out.append(lines_check("virtio-console", c, [
+            ("\"console [hvc0] enabled\"", r"console \[hvc0\] enabled")]))
+    if "net" in e.devices:
+        out.append(Check("virtio-net", SKIP, e.net_skip) if not e.net else
+                   lines_check("virtio-net", c, [
+                       ("\"IP-Config: Complete:\"", r"IP-Config: Complete:"),
+                       ("\"device=eth0\" (ip= on the tap)", r"device=eth0")]))
+    if "rng" in e.devices:
+        out.append(rng_check(c, stats))
+    return out
+
+
+def irq_path_check(stats, e):
+    if not stats.seen:
+        return Check("irq-path", FAIL, "no --stats lines from the VMM")
+    paths = irq_paths(stats)
+    desc = ", ".join(f"{n} {p['path']} (msi {p['msi']}, pin {p['pin']} {p['intx']})"
+                     for n, p in sorted(paths.items()))
+    bad = [n for n, p in paths.items() if p["path"] in ("none", "mixed")]
+    if e.msi is not None:
+        want = "msix" if e.msi else "intx"
+        bad += [n for n, p in paths.items() if p["path"] not in (want, "none", "mixed")]
+        desc = f"expected {want} only: " + desc
+    if not paths:
+        return Check("irq-path", FAIL, "no virtio devices in --stats")
+    return Check("irq-path", FAIL if bad else PASS,
+                 (f"wrong path for {', '.join(sorted(set(bad)))}; " if bad else "") + desc)
+
+
+def bad_lines_check(c):
+    hits = [body for _, body in c.lines for _, rx in BAD_LINES if rx.search(body)]
+    if hits:
+        return Check("kernel-log-clean", FAIL, " | ".join(hits[:5]) +
+                     (f" (+{len(hits) - 5} more)" if len(hits) > 5 else ""))
+    return Check("kernel-log-clean", PASS,
+                 "no " + ", ".join(n for n, _ in BAD_LINES) + " line")
+
+
+def smp_check(c, cpus):
+    up = first_line(c, r"smp: Brought up \d+ nodes?, (\d+) CPUs?")
+    n = int(re.search(r"(\d+) CPUs?", up[1]).group(1)) if up else 0
+    return Check("smp", PASS if n == cpus else FAIL,
+                 up[1] if up else f"no \"smp: Brought up ... {cpus} CPUs\"")
+
+
+def firmware_bug_check(c):
+    hits = [body for _, body in c.lines if "[Firmware Bug]" in body]
+    return Check("no-firmware-bug", FAIL if hits else PASS,
+                 " | ".join(hits[:3]) if hits else "no [Firmware Bug] line")
+
+
+TSC_TROUBLE = re.compile(r"Marking TSC unstable|tsc: Unable to calibrate|Fast TSC calibration|"
+                         r"tsc: Using PIT calibration value")
+
+
+def tsc_check(c):
+    """The guest got its TSC frequency from the VMM (kvmclock, CPUID), not by
+    calibrating against the emulated PIT. Measured here with nopv: that
+    calibration gave 1801 MHz for a 2600 MHz TSC, or failed and left the TSC
+    marked unstable, or worked, depending on the host's load; any PIT
+    calibration fails the check, so it does not pass by luck."""
+    hits = list(dict.fromkeys(body for _, body in c.lines if TSC_TROUBLE.search(body)))
+    mhz = first_line(c, r"tsc: Detected [\d.]+ MHz")
+    detail = " | ".join(hits[:4]) if hits else "TSC frequency not calibrated against the PIT"
+    if mhz:
+        detail += "; " + mhz[1]
+    return Check("tsc", FAIL if hits else PASS, detail)
+
+
+def proc_interrupts_check(c, e):
+    """The virtio lines of the guest's /proc/interrupts: PCI-MSI or IO-APIC."""
+    if not c.interrupts:
+        return Check("irq-proc", FAIL, "no virtio line from /proc/interrupts", "userspace")
+    kinds = {}
+    for line in c.interrupts:
+        kind = "msix" if "PCI-MSI" in line else "intx" if "IO-APIC" in line else "other"
+        kinds.setdefault(kind, []).append(line)
+    desc = "; ".join(f"{k}: {len(v)} line(s)" for k, v in sorted(kinds.items()))
+    if e.msi is None:
+        ok = "other" not in kinds
+    else:
+        ok = set(kinds) == {"msix" if e.msi else "intx"}
+    return Check("irq-proc", PASS if ok else FAIL,
+                 desc + " | " + " | ".join(re.sub(r"\s+", " ", x) for x in c.interrupts),
+                 "userspace")
+
+
+USERSPACE_CHECKS = ("disk-pattern", "hwrng", "hvc0-echo", "ping")
+FULL_CHECKS = ("tools-disk", "fio", "iperf3")
+
+
+def userspace_checks(c, hvc_text, e):
+    names = list(USERSPACE_CHECKS) + (list(FULL_CHECKS) if e.full else [])
+    names += ["irq-proc", "hvc0-host", "init-verdict"]
+    if not e.userspace:
+        return [Check(n, SKIP, e.userspace_skip, "userspace") for n in names]
+    out = []
+    for name in names[:-3]:
+        if name in ("ping", "iperf3") and not e.net:
+            out.append(Check(name, SKIP, e.net_skip, "userspace"))
+        elif name in c.checks:
+            ok, detail = c.checks[name]
+            out.append(Check(name, SKIP if ok is None else PASS if ok else FAIL, detail,
+                             "userspace"))
+        else:
+            out.append(Check(name, FAIL, "not reported by /init", "userspace"))
+    out.append(proc_interrupts_check(c, e))
+    # The VMM writes hvc0's output where the serial console goes (stdout, or
+    # the --console-log file), so it is looked for in both streams.
+    echo = f"hvc0-echo: {e.token}"
+    seen = any(clean_line(x) == echo for x in hvc_text.splitlines())
+    out.append(Check("hvc0-host", PASS if seen else FAIL,
+                     f"the VMM's console output {'has' if seen else 'lacks'} \"{echo}\", "
+                     "which /init wrote to /dev/hvc0 only", "userspace"))
+    if c.done is None:
+        detail = ("no \"VMMCI: done\" line" +
+                  ("" if c.protocol else " (and no \"VMMCI: protocol\": /init never ran)"))
+        out.append(Check("init-verdict", FAIL, detail, "userspace"))
+    else:
+        out.append(Check("init-verdict", PASS if c.done[0] == "ok" else FAIL,
+                         " ".join(c.done), "userspace"))
+    return out
+
+
+def exit_check(code, e, stderr_text):
+    """0 when /init rebooted; on a host where userspace cannot run, the
+    expected end is the panic after the first system call (exit 4)."""
+    want = 0 if e.userspace else 4
+    notes = [clean_line(x) for x in stderr_text.splitlines()
+             if re.match(r"vmm: (error|warning)", x)]
+    detail = f"exit {code}, expected {want}" + (": " + " | ".join(notes[:3]) if notes else "")
+    return Check("vmm-exit", PASS if code == want else FAIL, detail, "host")
+
+
+def evaluate(console_text, hvc_text, stderr_text, exit_code, e):
+    """Every check of one cell, in report order."""
+    c = parse_console(console_text)
+    stats = parse_stats(stderr_text)
+    checks = kernel_checks(c, stats, e)
+    checks += userspace_checks(c, hvc_text, e)
+    checks.append(exit_check(exit_code, e, stderr_text))
+    return c, stats, checks
+
+
+# ---- figures ----
+
+def fio_figures(c):
+    """Read/write IOPS and KiB/s from fio's terse v3 line (group_reporting)."""
+    for name, value in c.data:
+        if name != "fio-terse":
+            continue
+        f = value.split(";")
+        try:
+            return {"read_iops": float(f[7]), "read_kib_s": float(f[6]),
+                    "write_iops": float(f[48]), "write_kib_s": float(f[47])}
+        except (IndexError, ValueError):
+            return None
+    return None
+
+
+IPERF = re.compile(r"([\d.]+) ([KMG])bits/sec.*\b(sender|receiver)\b")
+
+
+def iperf_figures(c):
+    """iperf3's summary, in Mbit/s, as the client (guest) printed it."""
+    out = {}
+    scale = {"K": 1e-3, "M": 1.0, "G": 1e3}
+    for name, value in c.data:
+        m = IPERF.search(value) if name == "iperf3" else None
+        if m:
+            out[m.group(3) + "_mbit_s"] = float(m.group(1)) * scale[m.group(2)]
+    return out or None

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Unit tests for scripts/vmmci/consolelog.py on recorded cell outputs.
+
+Each directory under fixtures/ is one cell recorded by scripts/vmm-ci
+(console.log = the VMM's console output, vmm.stderr = its stderr with
+--stats) plus case.json: the cell's expectations, the VMM's exit code and
+which checks must fail (every other check must pass or be skipped as
+listed). Further tests edit a passing recording to break one rule at a time.
+"""
+import json
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+from vmmci import cellrun, consolelog, matrix, report  # noqa: E402
+
+FIXTURES = os.path.join(HERE, "fixtures")
+
+
+def load(name):
+    d = os.path.join(FIXTURES, name)
+    with open(os.path.join(d, "console.log"), errors="replace") as f:
+        console = f.read()
+    with open(os.path.join(d, "vmm.stderr"), errors="replace") as f:
+        stderr = f.read()
+    with open(os.path.join(d, "case.json")) as f:
+        case = json.load(f)
+    return console, stderr, case
+
+
+def expect_of(case, **changes):
+    e = dict(case["expect"])
+    e.update(changes)
+    return consolelog.Expect(**e)
+
+
+def evaluate(console, stderr, case, **changes):
+    e = expect_of(case, **changes)
+    return consolelog.evaluate(console, console, stderr, case["exit"], e)
+
+
+def statuses(checks):
+    return {c.name: c.status for c in checks}
+
+
+class RecordedCells(unittest.TestCase):
+    """Every recorded cell gives exactly the verdicts its case.json lists."""
+
+    def test_fixtures(self):
+        names = sorted(os.listdir(FIXTURES))
+        self.assertTrue(names)
+        for name in names:
+            with self.subTest(fixture=name):
+                console, stderr, case = load(name)
+                _, _, checks = evaluate(console, stderr, case)
+                got = statuses(checks)
+                for check, want in case["verdicts"].items():
+                    self.assertEqual(got.get(check), want, f"{check}: {got.get(check)}, "
+                                     f"wanted {want}; {[c for c in checks if c.name == check]}")
+                unlisted = {k: v for k, v in got.items() if k not in case["verdicts"]}
+                self.assertEqual({k: v for k, v in unlisted.items() if v != "pass"}, {},
+                                 "checks not listed in case.json must pass")
+
+
+class BrokenOnPurpose(unittest.TestCase):
+    """A passing recording, edited to break one rule at a time."""
+
+    def setUp(self):
+        self.console, self.stderr, self.case = load("6.1-msi-msix-pass")
+
+    def verdict(self, name, console=None, stderr=None, exit_code=None, **changes):
+        case = dict(self.case)
+        if exit_code is not None:
+            case["exit"] = exit_code
+        _, _, checks = evaluate(self.console if console is None else console,
+                                self.stderr if stderr is None else stderr, case, **changes)
+        return {c.name: c for c in checks}[name]
+
+    def test_passing_recording_passes(self):
+        for name in ("boot", "virtio-blk", "irq-path", "kernel-log-clean", "init-verdict"):
+            self.assertEqual(self.verdict(name).status, "pass", name)
+
+    def test_warning_line_fails(self):
+        bad = self.console.replace("IPI shorthand broadcast: enabled",
+                                   "WARNING: CPU: 0 PID: 1 at kernel/foo.c:1 bar+0x1/0x2", 1)
+        self.assertTrue(bad != self.console, "the recording has no IPI shorthand line")
+        c = self.verdict("kernel-log-clean", console=bad)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("kernel/foo.c", c.detail)
+
+    def test_other_bad_lines_fail(self):
+        for line in ("BUG: kernel NULL pointer dereference, address: 0000000000000000",
+                     "irq 17: nobody cared (try booting with the \"irqpoll\" option)",
+                     "watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [swapper/0:1]",
+                     "INFO: task kworker/0:1:12 blocked for more than 120 seconds."):
+            with self.subTest(line=line):
+                bad = self.console + f"[   99.000000] {line}\n"
+                self.assertEqual(self.verdict("kernel-log-clean", console=bad).status, "fail")
+
+    def test_no_crng_init_fails_rng(self):
+        bad = "\n".join(x for x in self.console.splitlines() if "crng init done" not in x)
+        self.assertEqual(self.verdict("virtio-rng", console=bad).status, "fail")
+
+    def test_rng_device_that_delivered_nothing_fails(self):
+        bad = self.stderr.replace("virtio-rng0: bytes ", "virtio-rng0: bytes 0 was ")
+        c = self.verdict("virtio-rng", stderr=bad)
+        self.assertEqual(c.status, "fail", c.detail)
+
+    def test_no_partition_scan_fails_blk(self):
+        bad = "\n".join(x for x in self.console.splitlines() if "vda: vda1 vda2" not in x)
+        c = self.verdict("virtio-blk", console=bad)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("partition scan", c.detail)
+
+    def test_intx_expected_but_msix_used(self):
+        c = self.verdict("irq-path", msi=False)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("expected intx", c.detail)
+        self.assertEqual(self.verdict("irq-proc", msi=False).status, "fail")
+
+    def test_unknown_kernel_msi_is_reported_not_judged(self):
+        self.assertEqual(self.verdict("irq-path", msi=None).status, "pass")
+
+    def test_missing_stats_fails(self):
+        self.assertEqual(self.verdict("irq-path", stderr="").status, "fail")
+
+    def test_init_that_never_finished(self):
+        cut = self.console[:self.console.index("VMMCI: check hwrng")]
+        self.assertEqual(self.verdict("init-verdict", console=cut).status, "fail")
+        self.assertEqual(self.verdict("ping", console=cut).status, "fail")
+        self.assertEqual(self.verdict("ping", console=cut).detail, "not reported by /init")
+
+    def test_wrong_exit_code(self):
+        self.assertEqual(self.verdict("vmm-exit", exit_code=6).status, "fail")
+
+    def test_userspace_not_possible_is_skipped(self):
+        c = self.verdict("hwrng", userspace=False, userspace_skip="not possible on this host")
+        self.assertEqual((c.status, c.detail), ("skip", "not possible on this host"))
+        # ... and then the expected end is the panic after init's first system call.
+        self.assertEqual(self.verdict("vmm-exit", userspace=False, exit_code=4).status, "pass")
+
+    def test_net_skipped_when_no_tap(self):
+        c = self.verdict("virtio-net", net=False, net_skip="not root")
+        self.assertEqual((c.status, c.detail), ("skip", "not root"))
+        self.assertEqual(self.verdict("ping", net=False, net_skip="not root").status, "skip")
+
+    def test_init_may_skip_a_check(self):
+        text = self.console.replace("VMMCI: check ping ok", "VMMCI: check ping skip", 1)
+        self.assertEqual(self.verdict("ping", console=text).status, "skip")
+        self.assertEqual(self.verdict("init-verdict", console=text).status, "pass")
+
+    def test_two_cpus_expected_but_one_came_up(self):
+        self.assertEqual(self.verdict("smp", cpus=2).status, "fail")
+
+    def test_tsc_and_firmware_bug_lines_fail(self):
+        bad = self.console + ("[    1.0] [Firmware Bug]: CPU   1: APIC ID mismatch. CPUID: 0x0000 "
+                              "APIC: 0x0001\n[    2.0] tsc: Marking TSC unstable due to could not "
+                              "calculate TSC khz\n")
+        self.assertEqual(self.verdict("no-firmware-bug", console=bad).status, "fail")
+        self.assertEqual(self.verdict("tsc", console=bad).status, "fail")
+        # Even a PIT calibration that worked: the frequency must come from the VMM.
+        lucky = self.console + ("[    0.0] tsc: Fast TSC calibration using PIT\n"
+                                "[    0.0] tsc: Detected 2600.026 MHz processor\n")
+        self.assertEqual(self.verdict("tsc", console=lucky).status, "fail")
+
+
+class Parsing(unittest.TestCase):
+    def test_dmesg_timestamp_of_run_init(self):
+        c = consolelog.parse_console("[    1.000000] a\r\n[   28.357034] Run /init as init process\r\n")
+        self.assertAlmostEqual(c.run_init, 28.357034)
+        self.assertEqual(c.init_path, "/init")
+
+    def test_markers(self):
+        c = consolelog.parse_console(
+            "VMMCI: protocol 1\nVMMCI: check ping FAIL 10.0.2.2: 3 packets transmitted, 0 received\n"
+            "VMMCI: virtio virtio0 0x0002\nVMMCI: data fio-terse 3;fio-3.33\nVMMCI: done FAIL 1 of 4\n")
+        self.assertEqual(c.protocol, "1")
+        self.assertEqual(c.checks["ping"], (False, "10.0.2.2: 3 packets transmitted, 0 received"))
+        self.assertEqual(c.virtio, {"virtio0": "blk"})
+        self.assertEqual(c.done, ("FAIL", "1 of 4"))
+
+    def test_stats_paths(self):
+        s = consolelog.parse_stats(
+            "vmm: stats: INTx pin 17 (1 sharer) asserted 12 deasserted 12 resamples 0 refires 0 errors 0\n"
+            "vmm: stats: INTx pin 18 (1 sharer) asserted 0 deasserted 0 resamples 0 refires 0 errors 0\n"
+            "vmm: stats: MSI virtio-rng0 vector 1     delivered 4 pended 0 coalesced 0 errors 0\n"
+            "vmm: stats: virtio-blk0 (slot 1): notifies 1, interrupts 12, broken 0\n"
+            "vmm: stats: virtio-rng0 (slot 2): notifies 4, interrupts 4, broken 0\n")
+        p = consolelog.irq_paths(s)
+        self.assertEqual(p["virtio-blk0"]["path"], "intx")
+        self.assertEqual(p["virtio-rng0"]["path"], "msix")
+
+    def test_fio_terse_and_iperf(self):
+        fields = ["0"] * 60
+        fields[0], fields[6], fields[7], fields[47], fields[48] = "3", "68", "17", "60", "15"
+        c = consolelog.parse_console(
+            "VMMCI: data fio-terse " + ";".join(fields) + "\n"
+            "VMMCI: data iperf3 [  5]   0.00-10.00  sec  12.5 MBytes  10.5 Mbits/sec    0   sender\n"
+            "VMMCI: data iperf3 [  5]   0.00-10.05  sec  12.4 MBytes  800 Kbits/sec         receiver\n")
+        self.assertEqual(consolelog.fio_figures(c), {"read_iops": 17.0, "read_kib_s": 68.0,
+                                                     "write_iops": 15.0, "write_kib_s": 60.0})
+        self.assertEqual(consolelog.iperf_figures(c), {"sender_mbit_s": 10.5,
+                                                       "receiver_mbit_s": 0.8})
+
+
+class RecordedFigures(unittest.TestCase):
+    def test_full_cell_figures(self):
+        console, _, _ = load("6.12-msi-intx-full-pass")
+        c = consolelog.parse_console(console)
+        fio = consolelog.fio_figures(c)
+        self.assertEqual(set(fio), {"read_iops", "read_kib_s", "write_iops", "write_kib_s"})
+        self.assertTrue(all(v > 0 for v in fio.values()), fio)
+        iperf = consolelog.iperf_figures(c)
+        self.assertEqual(set(iperf), {"sender_mbit_s", "receiver_mbit_s"})
+        self.assertIsNone(consolelog.fio_figures(consolelog.parse_console(load(
+            "6.1-msi-msix-pass")[0])))
+
+
+class Runner(unittest.TestCase):
+    def test_clearcpuid_numbers_before_5_19(self):
+        self.assertEqual(cellrun.clearcpuid_for("5.10.223"), "151,308,295,154,141,156,293,304")
+        self.assertEqual(cellrun.clearcpuid_for("5.18"), cellrun.CLEARCPUID_BITS)
+        self.assertEqual(cellrun.clearcpuid_for("5.19.1"), cellrun.CLEARCPUID_NAMES)
+        self.assertEqual(cellrun.clearcpuid_for("6.12.117"), cellrun.CLEARCPUID_NAMES)
+        self.assertEqual(cellrun.clearcpuid_for(""), cellrun.CLEARCPUID_BITS)
+
+    def test_shards_partition_the_matrix(self):
+        k = [matrix.Kernel(label=f"{s}:{v}", path="", variant=v)
+             for s in matrix.SERIES for v in ("msi", "nomsi")]
+        cells = matrix.make_cells(k, ["msix", "intx"], [1, 2], 3, False)
+        ids = [c.id for c in cells]
+        self.assertEqual(len(set(ids)), len(ids))
+        for n in (1, 2, 5):
+            parts = [[c.id for c in matrix.shard(cells, i, n)] for i in range(1, n + 1)]
+            self.assertEqual(sorted(sum(parts, [])), sorted(ids))
+            self.assertLessEqual(max(map(len, parts)) - min(map(len, parts)), 1)
+            again = [[c.id for c in matrix.shard(cells, i, n)] for i in range(1, n + 1)]
+            self.assertEqual(parts, again)
+        halves = [matrix.shard(cells, i, 2) for i in (1, 2)]
+        for half in halves:  # both modes in each shard
+            self.assertEqual({c.mode for c in half}, {"msix", "intx"})
+        with self.assertRaises(ValueError):
+            matrix.parse_shard("3/2")
+
+    def test_quick_matrix(self):
+        kernels = {s: matrix.Kernel(label=s, path="", variant=s.split(":")[1])
+                   for s in ("6.1:msi", "6.1:nomsi")}
+        cells = matrix.quick_cells(kernels, 1, False)
+        self.assertEqual([c.id for c in cells], ["6.1-msi.msix.c1.r1", "6.1-msi.intx.c1.r1",
+                                                 "6.1-nomsi.msix.c1.r1", "6.1-msi.msix.c2.r1"])
+
+    def test_kernel_version_from_bzimage_header_and_vmlinux_banner(self):
+        import struct
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            bz = bytearray(0x3000)
+            bz[0x202:0x206] = b"HdrS"
+            struct.pack_into("<H", bz, 0x20E, 0x1000)  # kernel_version - 0x200
+            bz[0x1200:0x1220] = b"5.10.223 (root@vm) #1 SMP\0"
+            v = os.path.join(d, "vmlinux")
+            with open(v, "wb") as f:
+                f.write(b"\x7fELF" + b"\0" * 5000 + b"Linux version 6.12.117 (root@vm)")
+            b = os.path.join(d, "bzImage")
+            with open(b, "wb") as f:
+                f.write(bz)
+            self.assertEqual(matrix.kernel_file_version(b), "5.10.223")
+            self.assertEqual(matrix.kernel_file_version(v), "6.12.117")
+            k = matrix.parse_kernel_spec(b + ":nomsi")
+            self.assertEqual((k.source, k.variant, k.patched), ("user", "nomsi", False))
+            self.assertTrue(k.slug.startswith("user-bzImage-"))
+            with self.assertRaises(ValueError):
+                matrix.parse_kernel_spec("7.0:msi")
+
+    def test_expected_pattern_matches_init_script(self):
+        p = cellrun.expected_pattern("tok")
+        self.assertEqual(len(p), 65536)
+        self.assertTrue(p.startswith(b"VMMCI-PATTERN tok VMMCI-PATTERN tok "))
+
+    def test_partitioned_disk(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "disk.img")
+            cellrun.make_partitioned_disk(path, 8)
+            with open(path, "rb") as f:
+                mbr = f.read(512)
+            self.assertEqual(mbr[510:], b"\x55\xaa")
+            self.assertEqual(os.path.getsize(path), 8 << 20)
+            self.assertEqual(mbr[446 + 4], 0x83)
+
+
+class Reports(unittest.TestCase):
+    def test_reports_and_merge(self):
+        import tempfile
+        import xml.etree.ElementTree as ET
+        console, stderr, case = load("6.1-msi-msix-pass")
+        c, stats, checks = evaluate(console, stderr, case)
+        cell = {"id": "6.1-msi.msix.c1.r1", "kernel": {"label": "6.1:msi"}, "version": "6.1.192",
+                "variant": "msi", "mode": "msix", "cpus": 1, "repeat": 1, "full": False,
+                "result": "pass", "userspace": "ran",
+                "boot": {"run_init_dmesg_s": c.run_init, "wall_s": {"run_init": 40.0},
+                         "vmm_wall_s": 60.0, "vmm_exit": 0},
+                "irq": consolelog.irq_paths(stats), "checks": [x.to_dict() for x in checks],
+                "fio": None, "iperf3": None}
+        failing = dict(cell, id="6.1-msi.msix.c1.r2", result="fail",
+                       checks=cell["checks"] + [{"name": "x", "status": "fail", "detail": "why",
+                                                 "level": "host"}])
+        with tempfile.TemporaryDirectory() as d:
+            a, b, m = (os.path.join(d, x) for x in "abm")
+            report.write_all(a, {"host": "h"}, [cell])
+            report.write_all(b, {"host": "h"}, [failing])
+            metas, cells = report.load([a, b])
+            self.assertEqual(sorted(x["id"] for x in cells),
+                             ["6.1-msi.msix.c1.r1", "6.1-msi.msix.c1.r2"])
+            report.write_all(m, {"host": "h"}, cells)
+            with open(os.path.join(m, "summary.md")) as f:
+                md = f.read()
+            self.assertIn("**1 of 2 cells passed.**", md)
+            self.assertIn("6.1-msi.msix.c1.r2: x: why", md)
+            suites = ET.parse(os.path.join(m, "junit.xml")).getroot()
+            self.assertEqual(len(suites), 2)
+            self.assertEqual(sum(int(s.get("failures")) for s in suites), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
