@@ -110,6 +110,13 @@ static struct vring_drv ring[NQUEUES];
 static struct tdev_view td;
 static atomic_bool done;
 static char disk_path[64];
+/* Each queue's notify address, read once at set-up as Linux does
+ * (vp_modern_map_vq_notify); and the lock a driver holds around
+ * queue_select and the register it selects (Linux: only at set-up and
+ * teardown, never two vCPUs at once), since queue_select is one register
+ * of the function's, not one per vCPU (virtio 1.2, 4.1.4.3). */
+static uint64_t notify_at[NQUEUES];
+static pthread_mutex_t select_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* One I/O thread per queue: it serves that queue's notify eventfd and
  * io_uring completions only, as an --io-threads thread does. */
@@ -153,13 +160,14 @@ static void *blk_driver_thread(void *arg)
 		before = vrd_used_idx(r);
 		vrd_publish(r, head);
 		GUEST_SIDE_END();
-		vpv_notify(&v, q);
+		mmio_wr(&rig, notify_at[q], 2, q);
 		vpv_msix_program(&v, vec, MSI_ADDR(0), MSI_DATA(vec), i % 3 == 0);
-		if (i % 5 == 0) {
-			vpv_select(&v, q);
+		pthread_mutex_lock(&select_lock);
+		vpv_select(&v, q);
+		if (i % 5 == 0)
 			vpv_wr(&v, VPC_Q_MSIX, 2, i % 10 ? vec : 0);
-		}
 		(void)vpv_rd(&v, VPC_Q_MSIX, 2);
+		pthread_mutex_unlock(&select_lock);
 		(void)vpv_isr(&v);
 		vpv_msix_program(&v, vec, MSI_ADDR(0), MSI_DATA(vec), false);
 		bool used = false, good = false;
@@ -179,8 +187,10 @@ static void *blk_driver_thread(void *arg)
 		}
 		drv->completed += good;
 	}
+	pthread_mutex_lock(&select_lock);
 	vpv_select(&v, q);
 	vpv_wr(&v, VPC_Q_MSIX, 2, vec);
+	pthread_mutex_unlock(&select_lock);
 	return NULL;
 }
 
@@ -247,6 +257,7 @@ static void setup(void)
 		vpv_queue(&v, q, &ring[q]);
 		vpv_select(&v, q);
 		vpv_wr(&v, VPC_Q_MSIX, 2, 1 + q);
+		notify_at[q] = vpv_notify_addr(&v, q);
 	}
 	vpv_set_status(&v, vpv_status(&v) | VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq(vpv_status(&v) & VIRTIO_CONFIG_S_NEEDS_RESET, 0);
