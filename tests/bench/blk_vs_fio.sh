@@ -87,22 +87,22 @@ fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/blk_vs_fio_out.XXXXXX")
 trap 'cleanup; rm -rf "$out"' EXIT
 
+# run_fio ROUND TAG WHAT [FIO OPTION...]: one fio run into $out/TAG.ROUND.json.
+run_fio() {
+	local r=$1 tag=$2 what=$3
+	shift 3
+	if ! fio --name=randread --filename="$file" --direct=1 --ioengine=io_uring --iodepth=32 \
+		"$@" --bs=4k --rw=randread --runtime="$secs" --time_based --readonly \
+		--output-format=json >"$out/$tag.$r.json" 2>"$out/$tag.$r.err"; then
+		echo "blk_vs_fio: $what failed in round $r:" >&2
+		cat "$out/$tag.$r.err" "$out/$tag.$r.json" >&2
+		exit 1
+	fi
+}
+
 for r in $(seq 1 "$rounds"); do
-	if ! fio --name=randread --filename="$file" --direct=1 --ioengine=io_uring --iodepth=32 \
-		--bs=4k --rw=randread --runtime="$secs" --time_based --readonly \
-		--output-format=json >"$out/fio.$r.json" 2>"$out/fio.$r.err"; then
-		echo "blk_vs_fio: fio failed in round $r:" >&2
-		cat "$out/fio.$r.err" "$out/fio.$r.json" >&2
-		exit 1
-	fi
-	if ! fio --name=randread --filename="$file" --direct=1 --ioengine=io_uring --iodepth=32 \
-		--iodepth_batch_submit=32 --iodepth_batch_complete_min=32 \
-		--bs=4k --rw=randread --runtime="$secs" --time_based --readonly \
-		--output-format=json >"$out/fiob.$r.json" 2>"$out/fiob.$r.err"; then
-		echo "blk_vs_fio: fio (batches of 32) failed in round $r:" >&2
-		cat "$out/fiob.$r.err" "$out/fiob.$r.json" >&2
-		exit 1
-	fi
+	run_fio "$r" fio "fio"
+	run_fio "$r" fiob "fio (batches of 32)" --iodepth_batch_submit=32 --iodepth_batch_complete_min=32
 	if ! "$bench" "$file" "$secs" >"$out/model.$r.json" 2>"$out/model.$r.err"; then
 		echo "blk_vs_fio: blk_bench failed in round $r:" >&2
 		cat "$out/model.$r.err" "$out/model.$r.json" >&2
