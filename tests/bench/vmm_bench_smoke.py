@@ -107,7 +107,9 @@ def main():
     check(len(res) == 8, f"virtio: {len(res)} figures, 8 expected (2 devices x 2 depths x 2 modes)")
     mq = sec.get("multiqueue", {})
     net = os.geteuid() == 0 and os.path.exists("/dev/net/tun") and shutil.which("unshare")
-    for who in ["ours"] + (["qemu"] if qemu else []) + (["ours-net"] if net else []):
+    qemu_net = net and qemu and shutil.which("ip")
+    for who in (["ours"] + (["qemu"] if qemu else []) + (["ours-net"] if net else [])
+                + (["qemu-net"] if qemu_net else [])):
         rr = [x for x in mq.get("runs", []) if x["who"] == who]
         check(rr and all(x["ok"] for x in rr), f"multiqueue: vbench blkmq under {who}: "
               + (next((x.get("output_tail", "") for x in rr if not x["ok"]), "") if rr
@@ -118,8 +120,11 @@ def main():
     if net:
         check(sum(1 for r in mq.get("net_results", []) if r["ours"]) == 4,
               "multiqueue: virtio-net transmit: not every configuration has a figure")
+    if qemu_net:
+        check(sum(1 for r in mq.get("net_results", []) if r.get("qemu")) == 4,
+              "multiqueue: virtio-net transmit: not every configuration has a QEMU figure")
     for x in mq.get("runs", []):
-        if x["who"] != "qemu" and x["ok"] and x["config"] != "q1":
+        if not x["who"].startswith("qemu") and x["ok"] and x["config"] != "q1":
             # blk: both request queues; net: both transmit queues (1 and 3)
             # of the five (two pairs and the control queue).
             qs = x.get("queue_stats", [])
