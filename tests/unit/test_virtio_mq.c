@@ -588,33 +588,6 @@ START_TEST(test_net_unavailable)
 }
 END_TEST
 
-/* Can this machine make a multiqueue tap in a namespace of its own? */
-static bool net_possible(char *why, size_t len)
-{
-	if (access("/dev/net/tun", R_OK | W_OK) != 0) {
-		snprintf(why, len, "/dev/net/tun: %s", strerror(errno));
-		return false;
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (unshare(CLONE_NEWNET) != 0)
-			_exit(2);
-		struct virtio_net n;
-		struct err e = {0};
-		_exit(virtio_net_init(&n, TAP, mac, 2, NULL, &e) == 0 ? 0 : 3);
-	}
-	int st = 0;
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
-		snprintf(why, len, "cannot fork a probe");
-		return false;
-	}
-	if (WEXITSTATUS(st) == 2)
-		snprintf(why, len, "unshare(CLONE_NEWNET) refused (not root?)");
-	else if (WEXITSTATUS(st) == 3)
-		snprintf(why, len, "cannot create a multiqueue tap with /dev/net/tun");
-	return WEXITSTATUS(st) == 0;
-}
-
 static Suite *mq_suite(void)
 {
 	Suite *s = suite_create("virtio_mq");
@@ -637,7 +610,7 @@ static Suite *mq_suite(void)
 	suite_add_tcase(s, t);
 
 	static char why[128];
-	if (!net_possible(why, sizeof(why))) {
+	if (!tap_possible(TAP, mac, 2, why, sizeof(why))) {
 		setenv("VMQ_WHY", why, 1);
 		t = tcase_create("net_unavailable");
 		tcase_add_test(t, test_net_unavailable);

@@ -2,10 +2,17 @@
 
 #include "devices/msix.h"
 #include "devices/pci.h"
+#include "devices/virtio_net.h"
+#include "vmm/base/err.h"
 
 #include <check.h>
+#include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- split ring, driver side ---- */
 
@@ -489,4 +496,31 @@ uint64_t virtio_offered_features(struct virtio_dev *d)
 	d->features = saved_f;
 	memcpy(d->vqs, saved_vqs, sizeof(saved_vqs));
 	return f;
+}
+
+bool tap_possible(const char *name, const uint8_t mac[6], unsigned pairs, char *why, size_t len)
+{
+	const char *kind = pairs > 1 ? "multiqueue tap" : "tap";
+	if (access("/dev/net/tun", R_OK | W_OK) != 0) {
+		snprintf(why, len, "/dev/net/tun: %s", strerror(errno));
+		return false;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNET) != 0)
+			_exit(2);
+		struct virtio_net n;
+		struct err e = {0};
+		_exit(virtio_net_init(&n, name, mac, pairs, NULL, &e) == 0 ? 0 : 3);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+		snprintf(why, len, "cannot fork a probe");
+		return false;
+	}
+	if (WEXITSTATUS(st) == 2)
+		snprintf(why, len, "unshare(CLONE_NEWNET) refused (not root?)");
+	else if (WEXITSTATUS(st) == 3)
+		snprintf(why, len, "cannot create a %s with /dev/net/tun", kind);
+	return WEXITSTATUS(st) == 0;
 }

@@ -188,4 +188,10 @@ void vpv_msix_program(const struct vpci_view *v, unsigned n, uint64_t addr, uint
 uint32_t mmio_rd(struct pci_rig *r, uint64_t addr, unsigned len);
 void mmio_wr(struct pci_rig *r, uint64_t addr, unsigned len, uint32_t v);
 
+/* Can this machine make a tap `name` with `pairs` queue pairs (a
+ * multiqueue one for more than one) in a network namespace of its own?
+ * Tried with virtio_net_init in a forked child; false with the reason in
+ * why otherwise. */
+bool tap_possible(const char *name, const uint8_t mac[6], unsigned pairs, char *why, size_t len);
+
 #endif
