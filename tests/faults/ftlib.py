@@ -5,11 +5,14 @@ The pattern is guests/flushtest/blk.c's: block `seq` of cycle `cycle` is 4 KiB
 at sector 8 * seq; each of its 512-byte sectors j holds "FTB1", cycle (u32),
 seq (u64), j (u32), then byte k = (k + seq * 7 + cycle * 13 + j * 3) & 0xff.
 """
+import argparse
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -46,6 +49,40 @@ def check_blocks(path, cycle, count):
 def skip(why):
     print(f"SKIP: {why}", flush=True)
     return SKIP
+
+
+_UNSHARE = {"mount": ["--mount", "--propagation", "private"], "net": ["--net"]}
+_NO_TOOL = {"unshare": "no unshare(1) (util-linux)", "ip": "no ip(8) (iproute2)"}
+
+
+def namespaced_main(ap, inner, namespace, root_for, files=(), tools=("unshare",),
+                    more=None):
+    """The fault tests' main. Adds --vmm, --kernel and --inner to `ap`.
+    With --inner (the re-run below) it is inside the namespace: runs
+    inner(args). Otherwise it skips (exit 77) without a usable /dev/kvm,
+    root (needed `root_for`), the device `files`, the `tools`, or what
+    more(args) names, and runs this script again with the same arguments
+    and --inner under unshare(1) in a `namespace` of its own ("mount",
+    with private propagation, or "net")."""
+    ap.add_argument("--vmm", required=True)
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.inner:
+        return inner(a)
+    why = kvm_problem()
+    if not why and os.geteuid() != 0:
+        why = f"needs root {root_for}"
+    why = why or next((f"no {f}" for f in files if not os.path.exists(f)), None)
+    why = why or next((_NO_TOOL[t] for t in tools if not shutil.which(t)), None)
+    why = why or (more(a) if more else None)
+    if why:
+        return skip(why)
+    # The later --vmm/--kernel win: the paths, made absolute.
+    cmd = (["unshare"] + _UNSHARE[namespace] +
+           [sys.executable, os.path.abspath(sys.argv[0])] + sys.argv[1:] +
+           ["--vmm", os.path.abspath(a.vmm), "--kernel", os.path.abspath(a.kernel), "--inner"])
+    return subprocess.run(cmd).returncode
 
 
 def kvm_problem():

@@ -19,7 +19,6 @@ Needs root (mount, unshare) and /dev/kvm; otherwise exits 77 and says why.
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,25 +71,9 @@ def inner(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vmm", required=True)
-    ap.add_argument("--kernel", required=True)
     ap.add_argument("--direct", action="store_true")
-    ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.inner:
-        return inner(a)
-    why = ftlib.kvm_problem()
-    if why:
-        return ftlib.skip(why)
-    if os.geteuid() != 0:
-        return ftlib.skip("needs root to mount a tmpfs in a mount namespace of its own")
-    if not shutil.which("unshare"):
-        return ftlib.skip("no unshare(1) (util-linux)")
-    cmd = ["unshare", "--mount", "--propagation", "private", sys.executable,
-           os.path.abspath(__file__), "--inner", "--vmm", os.path.abspath(a.vmm),
-           "--kernel", os.path.abspath(a.kernel)] + (["--direct"] if a.direct else [])
-    return subprocess.run(cmd).returncode
-
+    return ftlib.namespaced_main(ap, inner, "mount",
+                                 "to mount a tmpfs in a mount namespace of its own")
 
 if __name__ == "__main__":
     sys.exit(main())

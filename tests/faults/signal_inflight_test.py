@@ -32,7 +32,6 @@ says why.
 import argparse
 import re
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -126,30 +125,12 @@ def inner(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vmm", required=True)
-    ap.add_argument("--kernel", required=True)
     ap.add_argument("--signal", choices=["TERM", "INT"], default="TERM")
     ap.add_argument("--queues", type=int, default=1,
                     help="request queues of the disk: more than one puts it on an I/O thread")
-    ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.inner:
-        return inner(a)
-    why = ftlib.kvm_problem()
-    if why:
-        return ftlib.skip(why)
-    if os.geteuid() != 0:
-        return ftlib.skip("needs root to mount a FUSE file system in a mount namespace")
-    if not os.path.exists("/dev/fuse"):
-        return ftlib.skip("no /dev/fuse")
-    if not shutil.which("unshare"):
-        return ftlib.skip("no unshare(1) (util-linux)")
-    cmd = ["unshare", "--mount", "--propagation", "private", sys.executable,
-           os.path.abspath(__file__), "--inner", "--vmm", os.path.abspath(a.vmm),
-           "--kernel", os.path.abspath(a.kernel), "--signal", a.signal,
-           "--queues", str(a.queues)]
-    return subprocess.run(cmd).returncode
-
+    return ftlib.namespaced_main(ap, inner, "mount",
+                                 "to mount a FUSE file system in a mount namespace",
+                                 files=("/dev/fuse",))
 
 if __name__ == "__main__":
     sys.exit(main())

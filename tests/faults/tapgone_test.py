@@ -20,7 +20,6 @@ Needs root, /dev/net/tun, ip(8) and /dev/kvm; otherwise exits 77 and says why.
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,29 +84,11 @@ def inner(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vmm", required=True)
-    ap.add_argument("--kernel", required=True)
     ap.add_argument("--wait-s", type=int, default=30,
                     help="flushtest.wait_s: how long the guest waits for NEEDS_RESET")
-    ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.inner:
-        return inner(a)
-    why = ftlib.kvm_problem()
-    if why:
-        return ftlib.skip(why)
-    if os.geteuid() != 0:
-        return ftlib.skip("needs root for a tap in a network namespace of its own")
-    if not os.path.exists("/dev/net/tun"):
-        return ftlib.skip("no /dev/net/tun")
-    for tool in ("ip", "unshare"):
-        if not shutil.which(tool):
-            return ftlib.skip(f"no {tool}(8)")
-    cmd = ["unshare", "--net", sys.executable, os.path.abspath(__file__), "--inner", "--vmm",
-           os.path.abspath(a.vmm), "--kernel", os.path.abspath(a.kernel), "--wait-s",
-           str(a.wait_s)]
-    return subprocess.run(cmd).returncode
-
+    return ftlib.namespaced_main(ap, inner, "net",
+                                 "for a tap in a network namespace of its own",
+                                 files=("/dev/net/tun",), tools=("ip", "unshare"))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -115,29 +115,15 @@ def inner(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vmm", required=True)
-    ap.add_argument("--kernel", required=True)
     ap.add_argument("--loop", action="store_true", help="through a loop device")
-    ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
-    a = ap.parse_args()
-    if a.inner:
-        return inner(a)
-    why = ftlib.kvm_problem()
-    if why:
-        return ftlib.skip(why)
-    if os.geteuid() != 0:
-        return ftlib.skip("needs root to mount a FUSE file system in a mount namespace")
-    if not os.path.exists("/dev/fuse"):
-        return ftlib.skip("no /dev/fuse")
-    if not shutil.which("unshare"):
-        return ftlib.skip("no unshare(1) (util-linux)")
-    if a.loop and not (shutil.which("losetup") and os.path.exists("/dev/loop-control")):
-        return ftlib.skip("no losetup(8) or /dev/loop-control")
-    cmd = ["unshare", "--mount", "--propagation", "private", sys.executable,
-           os.path.abspath(__file__), "--inner", "--vmm", os.path.abspath(a.vmm),
-           "--kernel", os.path.abspath(a.kernel)] + (["--loop"] if a.loop else [])
-    return subprocess.run(cmd).returncode
 
+    def no_loop(a):
+        if a.loop and not (shutil.which("losetup") and os.path.exists("/dev/loop-control")):
+            return "no losetup(8) or /dev/loop-control"
+        return None
+    return ftlib.namespaced_main(ap, inner, "mount",
+                                 "to mount a FUSE file system in a mount namespace",
+                                 files=("/dev/fuse",), more=no_loop)
 
 if __name__ == "__main__":
     sys.exit(main())
