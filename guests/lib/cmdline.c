@@ -116,3 +116,20 @@ unsigned cmdline_unknown_keys(const char *cmdline, const char *prefix, const cha
 	}
 	return count;
 }
+
+bool cmdline_u64_in(const char *cmdline, const char *key, uint64_t *out, uint64_t lo, uint64_t hi,
+		    char *why, size_t why_size)
+{
+	const char *val;
+	size_t len;
+	uint64_t n;
+
+	if (!cmdline_value(cmdline, key, &val, &len))
+		return true;
+	if (!cmdline_parse_u64(val, len, &n) || n < lo || n > hi) {
+		snprintf(why, why_size, "%s=\"%.*s\" is not %lu..%lu", key, (int)len, val, lo, hi);
+		return false;
+	}
+	*out = n;
+	return true;
+}

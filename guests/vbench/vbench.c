@@ -170,18 +170,11 @@ __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
 
 static bool key_u64(const char *cl, const char *key, uint64_t *out, uint64_t lo, uint64_t hi)
 {
-	const char *val;
-	size_t len;
-	uint64_t n;
-
-	if (!cmdline_value(cl, key, &val, &len))
+	char why[200];
+	if (cmdline_u64_in(cl, key, out, lo, hi, why, sizeof(why)))
 		return true;
-	if (!cmdline_parse_u64(val, len, &n) || n < lo || n > hi) {
-		fail("%s=\"%.*s\" is not %lu..%lu", key, (int)len, val, lo, hi);
-		return false;
-	}
-	*out = n;
-	return true;
+	fail("%s", why);
+	return false;
 }
 
 static bool parse_tests(const char *val, size_t len)

@@ -21,6 +21,12 @@ bool cmdline_value(const char *cmdline, const char *key, const char **val, size_
 /* Decimal, or hexadecimal with 0x; the whole of [s, s + len). */
 bool cmdline_parse_u64(const char *s, size_t len, uint64_t *out);
 
+/* KEY's value as a number in lo..hi, into *out. True when KEY is absent
+ * (*out unchanged) or valid; false when it is not such a number, with
+ * `KEY="VALUE" is not LO..HI` in why. */
+bool cmdline_u64_in(const char *cmdline, const char *key, uint64_t *out, uint64_t lo, uint64_t hi,
+		    char *why, size_t why_size);
+
 /* Whether [word, word + len) is one of the words (an empty one never is). */
 bool cmdline_has_word(const char *cmdline, const char *word, size_t len);
 
