@@ -69,10 +69,9 @@ static void vm_device_name(struct vm *vm, const struct device_kind *kind, char *
 		snprintf(out, len, "%s%u", kind->name, index);
 }
 
-int vm_create_pci(struct vm *vm, struct err *e)
+struct pci_bus_env vm_pci_bus_env(struct vm *vm)
 {
-	const struct vm_options *o = vm->opts;
-	const struct pci_bus_env env = {
+	return (struct pci_bus_env){
 	    .pio = &vm->pio,
 	    .mmio = &vm->mmio,
 	    .mem = &vm->mem,
@@ -80,6 +79,12 @@ int vm_create_pci(struct vm *vm, struct err *e)
 	    .log = &vm->log,
 	    .window = LAYOUT_PCI_WINDOW,
 	};
+}
+
+int vm_create_pci(struct vm *vm, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	const struct pci_bus_env env = vm_pci_bus_env(vm);
 	int ret = pci_bus_init(&vm->pci, &env);
 	if (ret)
 		return err_set(e, ERR_HOST, "cannot set up the PCI bus: %s", strerror(-ret));

@@ -71,6 +71,9 @@ extern const struct device_kind *const device_kinds[];
 /* The --device kind called `name`, or NULL. */
 const struct device_kind *device_kind_for_device_option(const char *name);
 
+/* What the machine's PCI bus works with: its buses, memory, interrupt door,
+ * log and the PCI window (vmm/layout.h). */
+struct pci_bus_env vm_pci_bus_env(struct vm *vm);
 /* The machine's PCI bus and its devices, in command-line order. */
 int vm_create_pci(struct vm *vm, struct err *e);
 void vm_destroy_pci(struct vm *vm);

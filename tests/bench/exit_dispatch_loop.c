@@ -16,7 +16,7 @@
 #include "vmm/base/bus.h"
 #include "vmm/base/guest_mem.h"
 #include "vmm/base/log.h"
-#include "vmm/layout.h"
+#include "vmm/device_registry.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm.h"
 
@@ -79,14 +79,7 @@ int main(int argc, char **argv)
 			 &vm->uart))
 		return fail("COM1 registration");
 	/* A virtio-pci device on the machine's PCI bus, BARs placed. */
-	const struct pci_bus_env env = {
-	    .pio = &vm->pio,
-	    .mmio = &vm->mmio,
-	    .mem = &vm->mem,
-	    .irq = &vm->irq,
-	    .log = &vm->log,
-	    .window = LAYOUT_PCI_WINDOW,
-	};
+	const struct pci_bus_env env = vm_pci_bus_env(vm);
 	struct virtio_host host = {.log = &vm->log};
 	if (pci_bus_init(&vm->pci, &env))
 		return fail("PCI bus");
