@@ -193,6 +193,23 @@ static bool par_alloc(void)
 	return true;
 }
 
+/* The PAR_REQS reads, request k on queue k % nq, each queue notified once. */
+static void par_post(struct vt_dev *d, unsigned nq)
+{
+	for (unsigned k = 0; k < PAR_REQS; k++) {
+		struct par_req *r = &par[k];
+		*r->hdr = (struct blk_hdr){VIRTIO_BLK_T_IN, 0, PAR_FIRST + PAR_SECTS * k};
+		*r->status = 0xFF;
+		memset(r->buf, 0x5A, PAR_SECTS * SECTOR);
+		struct virtq_buf b[3] = {
+		    {r->hdr, sizeof(*r->hdr)}, {r->buf, PAR_SECTS * SECTOR}, {r->status, 1}};
+		r->head = virtq_add(&d->vq[k % nq], b, 1, 2);
+		r->done = false;
+	}
+	for (unsigned q = 0; q < nq; q++)
+		virtq_kick(&d->vq[q]);
+}
+
 static bool all_used(void *p)
 {
 	return virtq_used_pending(p) >= PAR_REQS;
@@ -206,17 +223,7 @@ static void parallel_reads(struct vt_dev *d)
 	char why[160] = "";
 
 	vt_wait_prepare(d, &s);
-	for (unsigned k = 0; k < PAR_REQS; k++) {
-		struct par_req *r = &par[k];
-		*r->hdr = (struct blk_hdr){VIRTIO_BLK_T_IN, 0, PAR_FIRST + PAR_SECTS * k};
-		*r->status = 0xFF;
-		memset(r->buf, 0x5A, PAR_SECTS * SECTOR);
-		struct virtq_buf b[3] = {
-		    {r->hdr, sizeof(*r->hdr)}, {r->buf, PAR_SECTS * SECTOR}, {r->status, 1}};
-		r->head = virtq_add(vq, b, 1, 2);
-		r->done = false;
-	}
-	virtq_kick(vq);
+	par_post(d, 1);
 	irq_wait_until(&s, all_used, vq, VT_WAIT_US);
 	irq_spin_us(VT_SETTLE_US);
 	uint16_t head;
@@ -313,18 +320,7 @@ static void mq_reads(struct vt_dev *d)
 	unsigned bad = 0, got = 0;
 	char why[160] = "";
 	vt_wait_prepare(d, &s);
-	for (unsigned k = 0; k < PAR_REQS; k++) {
-		struct par_req *r = &par[k];
-		*r->hdr = (struct blk_hdr){VIRTIO_BLK_T_IN, 0, PAR_FIRST + PAR_SECTS * k};
-		*r->status = 0xFF;
-		memset(r->buf, 0x5A, PAR_SECTS * SECTOR);
-		struct virtq_buf b[3] = {
-		    {r->hdr, sizeof(*r->hdr)}, {r->buf, PAR_SECTS * SECTOR}, {r->status, 1}};
-		r->head = virtq_add(&d->vq[k % d->nq], b, 1, 2);
-		r->done = false;
-	}
-	for (unsigned q = 0; q < d->nq; q++)
-		virtq_kick(&d->vq[q]);
+	par_post(d, d->nq);
 	irq_wait_until(&s, queue_used_all, d, VT_WAIT_US);
 	irq_spin_us(VT_SETTLE_US);
 	uint64_t irqs[VT_MAX_QUEUES] = {0};
