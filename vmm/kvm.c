@@ -1,5 +1,7 @@
 #include "kvm.h"
 
+#include "cpu_model.h"
+
 #include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"
 #include "vmm/layout.h"
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #define CPUID_MAX_ENTRIES 256
+#define MSR_LIST_MAX	  1024
 
 static const struct {
 	int cap;
@@ -46,6 +49,51 @@ static bool kvm_detect_emulated_host(void)
 			hw = true;
 	fclose(f);
 	return !hw;
+}
+
+/* What KVM offers, in the layout vmm/cpu_model.h works on. */
+static int kvm_read_cpuid(struct kvm *k, struct err *e)
+{
+	struct kvm_cpuid2 *c =
+	    calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(struct kvm_cpuid_entry2));
+	k->cpuid = calloc(CPUID_MAX_ENTRIES, sizeof(*k->cpuid));
+	if (!c || !k->cpuid) {
+		free(c);
+		return err_set(e, ERR_HOST, "out of memory");
+	}
+	c->nent = CPUID_MAX_ENTRIES;
+	if (ioctl(k->dev_fd, KVM_GET_SUPPORTED_CPUID, c) < 0) {
+		free(c);
+		return err_set(e, ERR_HOST, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(errno));
+	}
+	for (uint32_t i = 0; i < c->nent; i++) {
+		const struct kvm_cpuid_entry2 *en = &c->entries[i];
+		k->cpuid[i] = (struct cpuid_leaf){en->function, en->index, en->flags, en->eax,
+						  en->ebx,	en->ecx,   en->edx};
+	}
+	k->ncpuid = c->nent;
+	free(c);
+	return 0;
+}
+
+/* The MSRs KVM saves and emulates; optional (an old KVM may refuse it). */
+static int kvm_read_msr_list(struct kvm *k, struct err *e)
+{
+	struct kvm_msr_list *l = calloc(1, sizeof(*l) + MSR_LIST_MAX * sizeof(uint32_t));
+	if (!l)
+		return err_set(e, ERR_HOST, "out of memory");
+	l->nmsrs = MSR_LIST_MAX;
+	if (ioctl(k->dev_fd, KVM_GET_MSR_INDEX_LIST, l) == 0) {
+		k->msrs = malloc(l->nmsrs * sizeof(uint32_t) + 1);
+		if (!k->msrs) {
+			free(l);
+			return err_set(e, ERR_HOST, "out of memory");
+		}
+		memcpy(k->msrs, l->indices, l->nmsrs * sizeof(uint32_t));
+		k->nmsrs = l->nmsrs;
+	}
+	free(l);
+	return 0;
 }
 
 const char *kvm_host_kind(const struct kvm *k)
@@ -95,13 +143,8 @@ int kvm_open(struct kvm *k, const char *path, struct err *e)
 		k->max_vcpus = ioctl(k->dev_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
 	if (k->max_vcpus <= 0)
 		k->max_vcpus = 1;
-	k->cpuid =
-	    calloc(1, sizeof(*k->cpuid) + CPUID_MAX_ENTRIES * sizeof(struct kvm_cpuid_entry2));
-	if (!k->cpuid)
-		return err_set(e, ERR_HOST, "out of memory");
-	k->cpuid->nent = CPUID_MAX_ENTRIES;
-	if (ioctl(k->dev_fd, KVM_GET_SUPPORTED_CPUID, k->cpuid) < 0)
-		return err_set(e, ERR_HOST, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(errno));
+	if (kvm_read_cpuid(k, e) || kvm_read_msr_list(k, e))
+		return -1;
 	k->emulated_host = kvm_detect_emulated_host();
 	return 0;
 }
@@ -162,6 +205,8 @@ void kvm_close(struct kvm *k)
 	if (k->dev_fd >= 0)
 		close(k->dev_fd);
 	free(k->cpuid);
+	free(k->msrs);
 	k->cpuid = NULL;
+	k->msrs = NULL;
 	k->vm_fd = k->dev_fd = -1;
 }

@@ -7,7 +7,7 @@
 
 struct err;
 struct guest_mem;
-struct kvm_cpuid2;
+struct cpuid_leaf;
 
 struct kvm {
 	int dev_fd;
@@ -17,7 +17,10 @@ struct kvm {
 	bool emulated_host; /* nested, page-table based KVM (kvm_pvm): ring 0 emulated */
 	bool has_emulation_failure_bytes;
 	bool has_irqfd_resample;
-	struct kvm_cpuid2 *cpuid; /* KVM_GET_SUPPORTED_CPUID */
+	struct cpuid_leaf *cpuid; /* KVM_GET_SUPPORTED_CPUID */
+	unsigned ncpuid;
+	uint32_t *msrs; /* KVM_GET_MSR_INDEX_LIST */
+	unsigned nmsrs;
 };
 
 /* Opens /dev/kvm (or `path`), checks API 12 and every capability we rely on. */

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include "cpu_model.h"
 #include "device_registry.h"
 #include "vmm/base/err.h"
 
@@ -239,6 +240,15 @@ static int opt_help(struct vm_options *o, char *arg, struct err *e)
 	return 0;
 }
 
+static int opt_kvm_pv(struct vm_options *o, char *arg, struct err *e)
+{
+	enum cpu_pv_policy pv;
+	if (cpu_pv_parse(arg, &pv, &o->kvm_pv_mask, e))
+		return -1;
+	o->kvm_pv = pv;
+	return 0;
+}
+
 static int opt_version(struct vm_options *o, char *arg, struct err *e)
 {
 	(void)arg;
@@ -258,6 +268,12 @@ static const struct option_def machine_options[] = {
     {"no-default-cmdline", 0, NULL, "use only --cmdline", opt_no_default_cmdline},
     {"memory", 0, "MIB", "guest RAM in MiB (default " OPTIONS_STR(VMM_DEFAULT_MIB) ")", opt_memory},
     {"cpus", 0, "N", "number of vCPUs (default 1)", opt_cpus},
+    {"kvm-pv", 0, "auto|all|none|LIST",
+     "KVM paravirtual features the guest is offered (CPUID 0x40000001): all KVM offers; "
+     "none (no kvmclock); a list such as clocksource2,steal-time; auto (default) = all but "
+     "those that need a hypercall where the host emulates ring 0 (pv-unhalt, pv-send-ipi, "
+     "pv-sched-yield, hc-map-gpa-range), which never completes there",
+     opt_kvm_pv},
     {"timeout", 0, "SECONDS", "stop the guest after this long (exit code 6)", opt_timeout},
     {"console-log", 0, "FILE", "write the serial console to FILE instead of stdout",
      opt_console_log},

@@ -48,7 +48,9 @@ struct vm_options {
 	bool no_default_cmdline;
 	uint64_t memory_mib;
 	unsigned cpus;
-	double timeout_s; /* 0 = none */
+	int kvm_pv;	      /* enum cpu_pv_policy (vmm/cpu_model.h) */
+	uint32_t kvm_pv_mask; /* --kvm-pv LIST */
+	double timeout_s;     /* 0 = none */
 	const char *console_log;
 	bool guest_decompress;
 	bool boot_timer;

@@ -1,6 +1,7 @@
 #include "vcpu.h"
 
 #include "boot.h"
+#include "cpu_model.h"
 #include "exit_code.h"
 #include "layout.h"
 #include "vcpu_diag.h"
@@ -17,107 +18,27 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MSR_IA32_SYSENTER_CS	0x174
-#define MSR_IA32_SYSENTER_ESP	0x175
-#define MSR_IA32_SYSENTER_EIP	0x176
-#define MSR_IA32_MISC_ENABLE	0x1A0
-#define MSR_MTRR_DEF_TYPE	0x2FF
-#define MSR_STAR		0xC0000081
-#define MSR_LSTAR		0xC0000082
-#define MSR_CSTAR		0xC0000083
-#define MSR_SYSCALL_MASK	0xC0000084
-#define MSR_KERNEL_GS_BASE	0xC0000102
-#define MISC_ENABLE_FAST_STRING 1
-#define MTRR_ENABLE_WB		((1u << 11) | 6) /* MTRRs on, default write-back */
-
 #define APIC_LVT_LINT0	 0x350
 #define APIC_LVT_LINT1	 0x360
 #define APIC_MODE_EXTINT (7u << 8)
 #define APIC_MODE_NMI	 (4u << 8)
 
-/* Bits that hold an APIC ID below the package: ceil(log2(vCPUs)). */
-static uint32_t vcpu_id_bits(unsigned n)
+static int vcpu_set_cpuid(struct vcpu *v, const struct cpu_model *m, struct err *e)
 {
-	uint32_t bits = 0;
-	while ((1u << bits) < n)
-		bits++;
-	return bits;
-}
-
-/*
- * The leaves that carry a vCPU's own APIC ID, per vCPU, for both vendors:
- * 1 (initial APIC ID, logical count), 0xB/0x1F (x2APIC ID; the levels stay
- * as KVM reports them) and 0x8000001E (AMD: extended APIC ID, which Linux
- * 6.12 reads on AMD when it does not use 0xB; seen as "APIC ID mismatch"
- * on a second vCPU), with 0x80000008's core count (AMD) to match.
- */
-static void vcpu_cpuid_topology(struct kvm_cpuid_entry2 *en, unsigned id, unsigned n)
-{
-	switch (en->function) {
-	case 1: en->ebx = (en->ebx & 0x0000FFFF) | (id << 24) | ((n > 255 ? 255 : n) << 16); break;
-	case 0xB:
-	case 0x1F: en->edx = id; break;
-	case 0x80000008: en->ecx = (en->ecx & ~0xF0FFu) | (vcpu_id_bits(n) << 12) | (n - 1); break;
-	case 0x8000001E:
-		en->eax = id;
-		en->ebx = id & 0xFF; /* core ID; threads per core - 1 = 0 */
-		en->ecx = 0;	     /* node 0, one node */
-		break;
-	default: break;
-	}
-}
-
-/*
- * The TSC's rate, told the way other VMMs tell it, so a guest need not
- * calibrate it against the PIT (which fails when ring 0 is emulated, or
- * without kvmclock under `nopv`): leaf 0x15 (crystal = the TSC, ratio 1:1)
- * and 0x16 (base MHz) where the vendor's guest reads them, and the
- * hypervisor timing leaf 0x40000010 (EAX: TSC kHz).
- */
-static void vcpu_cpuid_tsc(struct kvm_cpuid_entry2 *en, uint32_t tsc_khz)
-{
-	switch (en->function) {
-	case 0x15:
-		en->eax = 1;
-		en->ebx = 1;
-		en->ecx = tsc_khz * 1000;
-		break;
-	case 0x16: en->eax = (en->eax & ~0xFFFFu) | (tsc_khz / 1000); break;
-	case 0x40000000:
-		if (en->eax < 0x40000010)
-			en->eax = 0x40000010;
-		break;
-	default: break;
-	}
-}
-
-static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
-{
-	const struct kvm_cpuid2 *sup = v->vm->kvm.cpuid;
-	size_t sz = sizeof(*sup) + (sup->nent + 1) * sizeof(sup->entries[0]);
-	struct kvm_cpuid2 *c = malloc(sz);
-	int have_kvm_leaf = 0, have_timing = 0;
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + m->nleaves * sizeof(c->entries[0]));
 	if (!c)
 		return err_set(e, ERR_HOST, "out of memory");
-	memcpy(c, sup, sz - sizeof(sup->entries[0]));
-	int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
-	for (uint32_t i = 0; i < c->nent; i++) {
-		struct kvm_cpuid_entry2 *en = &c->entries[i];
-		vcpu_cpuid_topology(en, v->id, v->vm->nvcpus);
-		if (khz > 0)
-			vcpu_cpuid_tsc(en, (uint32_t)khz);
-		if (en->function == 1)
-			en->ecx |= 1u << 31; /* we are a guest */
-		have_kvm_leaf |= en->function == 0x40000000;
-		have_timing |= en->function == 0x40000010;
+	c->nent = m->nleaves;
+	for (unsigned i = 0; i < m->nleaves; i++) {
+		const struct cpuid_leaf *l = &m->leaves[i];
+		c->entries[i] = (struct kvm_cpuid_entry2){.function = l->function,
+							  .index = l->index,
+							  .flags = l->flags,
+							  .eax = l->eax,
+							  .ebx = l->ebx,
+							  .ecx = l->ecx,
+							  .edx = l->edx};
 	}
-	if (!have_kvm_leaf) {
-		free(c);
-		return err_set(e, ERR_HOST, "KVM_GET_SUPPORTED_CPUID has no KVM leaf 0x40000000");
-	}
-	if (khz > 0 && !have_timing)
-		c->entries[c->nent++] =
-		    (struct kvm_cpuid_entry2){.function = 0x40000010, .eax = (uint32_t)khz};
 	int ret = ioctl(v->fd, KVM_SET_CPUID2, c);
 	free(c);
 	if (ret < 0)
@@ -125,42 +46,68 @@ static int vcpu_set_cpuid(struct vcpu *v, struct err *e)
 	return 0;
 }
 
-static int vcpu_set_msrs(struct vcpu *v, struct err *e)
+/* One MSR at a time: KVM_SET_MSRS stops at the first it refuses, and an
+ * optional one (HWCR on an older KVM) must not hide the rest. */
+static int vcpu_set_msrs(struct vcpu *v, const struct cpu_model *m, struct err *e)
 {
-	static const struct {
-		uint32_t index;
-		uint64_t value;
-	} init[] = {
-	    {MSR_IA32_SYSENTER_CS, 0},
-	    {MSR_IA32_SYSENTER_ESP, 0},
-	    {MSR_IA32_SYSENTER_EIP, 0},
-	    {MSR_STAR, 0},
-	    {MSR_LSTAR, 0},
-	    {MSR_CSTAR, 0},
-	    {MSR_SYSCALL_MASK, 0},
-	    {MSR_KERNEL_GS_BASE, 0},
-	    {MSR_IA32_MISC_ENABLE, MISC_ENABLE_FAST_STRING},
-	    {MSR_MTRR_DEF_TYPE, MTRR_ENABLE_WB},
-	};
-	const unsigned n = sizeof(init) / sizeof(init[0]);
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry entries[sizeof(init) / sizeof(init[0])];
-	} msrs;
-	memset(&msrs, 0, sizeof(msrs));
-	msrs.hdr.nmsrs = n;
-	for (unsigned i = 0; i < n; i++) {
-		msrs.entries[i].index = init[i].index;
-		msrs.entries[i].data = init[i].value;
+	for (unsigned i = 0; i < m->nmsrs; i++) {
+		struct {
+			struct kvm_msrs hdr;
+			struct kvm_msr_entry entry;
+		} one = {.hdr.nmsrs = 1,
+			 .entry = {.index = m->msrs[i].index, .data = m->msrs[i].value}};
+		int ret = ioctl(v->fd, KVM_SET_MSRS, &one);
+		if (ret == 1)
+			continue;
+		if (ret < 0 || !m->msrs[i].optional)
+			return err_set(e, ERR_HOST, "KVM_SET_MSRS of %s (0x%x) failed: %s",
+				       m->msrs[i].name, m->msrs[i].index,
+				       ret < 0 ? strerror(errno) : "refused");
+		if (v->id == 0)
+			log_info(&v->vm->log, "cpu: KVM refused MSR %s (0x%x) = 0x%llx",
+				 m->msrs[i].name, m->msrs[i].index,
+				 (unsigned long long)m->msrs[i].value);
 	}
-	int ret = ioctl(v->fd, KVM_SET_MSRS, &msrs);
-	if (ret < 0)
-		return err_set(e, ERR_HOST, "KVM_SET_MSRS failed: %s", strerror(errno));
-	if ((unsigned)ret != n)
-		log_debug(&v->vm->log,
-			  "vCPU %u: KVM accepted %d of %u initial MSRs (MSR 0x%x refused)", v->id,
-			  ret, n, init[ret].index);
 	return 0;
+}
+
+/* What the model decided, once (vCPU 0), for -v; scripts/vmm-ci reads
+ * these lines to tell a host's limits from the VMM's mistakes. */
+static void vcpu_log_model(struct vcpu *v, const struct cpu_model *m, uint32_t khz)
+{
+	char shown[256], hidden[256];
+	cpu_pv_names(m->pv_shown, shown, sizeof(shown));
+	cpu_pv_names(m->pv_offered & ~m->pv_shown, hidden, sizeof(hidden));
+	log_info(&v->vm->log, "cpu: %s, TSC %u kHz; KVM PV features shown: %s; hidden: %s",
+		 cpu_vendor_name(m->vendor), khz, shown, hidden);
+	if (m->note)
+		log_info(&v->vm->log, "cpu: %s", m->note);
+}
+
+static int vcpu_apply_model(struct vcpu *v, struct err *e)
+{
+	const struct kvm *k = &v->vm->kvm;
+	int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
+	struct host_cpu host = {.leaves = k->cpuid,
+				.nleaves = k->ncpuid,
+				.msrs = k->msrs,
+				.nmsrs = k->nmsrs,
+				.tsc_khz = khz > 0 ? (uint32_t)khz : 0,
+				.ring0_emulated = k->emulated_host};
+	struct cpu_model_params p = {.id = v->id,
+				     .nvcpus = v->vm->nvcpus,
+				     .pv = v->vm->opts->kvm_pv,
+				     .pv_mask = v->vm->opts->kvm_pv_mask};
+	struct cpu_model *m = malloc(sizeof(*m));
+	if (!m)
+		return err_set(e, ERR_HOST, "out of memory");
+	int ret = cpu_model_build(&host, &p, m, e);
+	if (!ret && v->id == 0)
+		vcpu_log_model(v, m, host.tsc_khz);
+	if (!ret)
+		ret = vcpu_set_cpuid(v, m, e) || vcpu_set_msrs(v, m, e) ? -1 : 0;
+	free(m);
+	return ret;
 }
 
 /* LINT0 = ExtINT (the 8259 virtual wire), LINT1 = NMI, as the MP table says. */
@@ -195,7 +142,7 @@ int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e)
 		return err_set(e, ERR_HOST, "mmap of vCPU %u run area failed: %s", id,
 			       strerror(errno));
 	}
-	if (vcpu_set_cpuid(v, e) || vcpu_set_msrs(v, e) || vcpu_set_lapic(v, e))
+	if (vcpu_apply_model(v, e) || vcpu_set_lapic(v, e))
 		return -1;
 	struct kvm_fpu fpu = {.fcw = 0x37F, .mxcsr = 0x1F80};
 	if (ioctl(v->fd, KVM_SET_FPU, &fpu) < 0)

@@ -1,5 +1,6 @@
 #include "vm.h"
 
+#include "cpu_model.h"
 #include "exit_code.h"
 #include "fdt.h"
 #include "layout.h"
@@ -220,13 +221,12 @@ out:
 
 static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *features)
 {
-	for (uint32_t i = 0; i < k->cpuid->nent; i++)
-		if (k->cpuid->entries[i].function == 1) {
-			*sig = k->cpuid->entries[i].eax;
-			*features = k->cpuid->entries[i].edx;
-			return 0;
-		}
-	return -1;
+	const struct cpuid_leaf *l = cpuid_find(k->cpuid, k->ncpuid, 1, 0);
+	if (!l)
+		return -1;
+	*sig = l->eax;
+	*features = l->edx;
+	return 0;
 }
 
 static int vm_watch_add(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w),
