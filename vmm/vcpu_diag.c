@@ -160,12 +160,14 @@ void vcpu_dump_where(struct vcpu *v)
 		 : (s.cr0 & 1) ? "protected mode"
 			       : "real mode",
 		 (unsigned long long)r.rflags, bytes);
-	/* Measured on the emulating host: Linux's PV IPI hypercall (vmcall in
-	 * kvm_hypercall4) never completes, so a second vCPU never comes up. */
+	/* Measured on the emulating host: a KVM hypercall (vmcall/vmmcall; Linux's
+	 * PV IPI in kvm_hypercall4 is the first) never completes, so a second
+	 * vCPU never comes up. --kvm-pv auto hides the features that make them. */
 	bool hypercall = insn[0] == 0x0F && insn[1] == 0x01 && (insn[2] == 0xC1 || insn[2] == 0xD9);
 	if (v->vm->kvm.emulated_host && hypercall && strcmp(bytes, "(unreadable)"))
 		log_warn(&v->vm->log,
 			 "  hint: vCPU %u is stuck in a KVM hypercall, which does not complete on "
-			 "this host; boot Linux with nopv",
+			 "this host; --kvm-pv auto (the default) hides the features that make "
+			 "them, or boot Linux with nopv",
 			 v->id);
 }

@@ -254,24 +254,24 @@ def cell_expectations(cell, emulated, net_reason, token):
                              token=token)
 
 
-def cmdline_for(cell, net, token, emulated):
+def cmdline_for(cell, net, token, append=""):
     k = cell.kernel
     words = ["console=hvc0", "console=ttyS0", "reboot=k", "panic=-1", "printk.time=1",
              "clearcpuid=" + clearcpuid_for(k.version), f"vmmci.token={token}",
              f"vmmci.host={HOST_IP}"]
     if net:
         words.append(f"ip={GUEST_IP}::{HOST_IP}:{NETMASK}:vm:eth0:off")
-    if cell.cpus > 1 and emulated:
-        words.append("nopv")  # Linux's PV IPI never completes on a ring-0-emulating host
     if cell.full:
         words.append("vmmci.full=1")
+    if append:
+        words.append(append)
     return " ".join(words)
 
 
 def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout):
     argv = [vmm, "--kernel", cell.kernel.path, "--initrd", initrd, "--memory", "256",
             "--cpus", str(cell.cpus), "--irq-mode", cell.mode, "--disk", disk, "--rng",
-            "--console", "virtio", "--console-log", fifo, "--stats",
+            "--console", "virtio", "--console-log", fifo, "--stats", "-v",
             "--timeout", str(timeout), "--no-default-cmdline", "--cmdline", cmdline]
     if tools:
         argv += ["--disk", tools + ",ro"]
@@ -294,7 +294,7 @@ def run_cell(cell, index, ctx):
     if os.path.exists(fifo):
         os.unlink(fifo)
     os.mkfifo(fifo)
-    cmdline = cmdline_for(cell, not ctx.net_reason, token, ctx.emulated)
+    cmdline = cmdline_for(cell, not ctx.net_reason, token, ctx.append)
     marks = {}
 
     def on_line(session, now, text):

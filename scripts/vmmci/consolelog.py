@@ -35,6 +35,10 @@ class Check:
     status: str  # PASS, FAIL or SKIP
     detail: str = ""
     level: str = "kernel"  # kernel, userspace or host
+    # A condition this cell inherits from the host, not the VMM's doing
+    # (reported, never failed on): the report's "host-inherited" lines and
+    # JUnit's system-out.
+    info: str = ""
 
     def to_dict(self):
         return asdict(self)
@@ -52,6 +56,9 @@ class Expect:
     userspace_skip: str = ""
     full: bool = False  # fio and iperf3 too
     token: str = ""
+    # The host's TSC rate when the VMM's stderr does not say it (cells
+    # recorded before the VMM printed its "cpu:" line at -v).
+    host_tsc_khz: int = 0
 
 
 @dataclass
@@ -167,6 +174,29 @@ def parse_stats(text):
     return s
 
 
+# ---- the VMM's -v "cpu:" lines (vmm/vcpu.c) ----
+
+@dataclass
+class HostCpu:
+    vendor: str = ""  # "AMD", "Intel" or "other", as the VMM read KVM's leaf 0
+    tsc_khz: int = 0  # KVM_GET_TSC_KHZ: the rate the guest's TSC runs at
+    hwcr_missing: str = ""  # why HWCR.TscFreqSel could not be set (KVM's limit)
+
+
+CPU_LINE = re.compile(r"vmm: info: cpu: (\w+), TSC (\d+) kHz")
+HWCR_MISSING = re.compile(r"vmm: info: cpu: (KVM refused MSR HWCR.*|KVM does not list MSR_K7_HWCR.*)$")
+
+
+def parse_host_cpu(text, e):
+    h = HostCpu(tsc_khz=e.host_tsc_khz)
+    for line in text.splitlines():
+        if m := CPU_LINE.search(line):
+            h.vendor, h.tsc_khz = m.group(1), int(m.group(2)) or h.tsc_khz
+        elif m := HWCR_MISSING.search(line):
+            h.hwcr_missing = m.group(1)
+    return h
+
+
 def intx_pin(slot):
     """The IOAPIC pin of a device's INTA (devices/pci.h: 16 + slot % 8)."""
     return 16 + slot % 8
@@ -191,7 +221,7 @@ def irq_paths(stats):
 
 # ---- the checks ----
 
-def kernel_checks(c, stats, e):
+def kernel_checks(c, stats, e, host):
     out = []
     if c.run_init is not None or first_line(c, RUN_INIT.pattern):
         out.append(Check("boot", PASS, f"Run {c.init_path} as init process at "
@@ -203,8 +233,8 @@ def kernel_checks(c, stats, e):
     out.append(bad_lines_check(c))
     if e.cpus > 1:
         out.append(smp_check(c, e.cpus))
-    out.append(firmware_bug_check(c))
-    out.append(tsc_check(c))
+    out.append(firmware_bug_check(c, host))
+    out.append(tsc_check(c, host))
     return out
 
 
@@ -277,35 +307,72 @@ def bad_lines_check(c):
                  "no " + ", ".join(n for n, _ in BAD_LINES) + " line")
 
 
+SMP_TROUBLE = re.compile(r"failed to boot|do_boot_cpu failed|APIC ID mismatch|CPU\d+ didn't come online|"
+                         r"smpboot: .*(?:not responding|stuck)")
+
+
 def smp_check(c, cpus):
     up = first_line(c, r"smp: Brought up \d+ nodes?, (\d+) CPUs?")
     n = int(re.search(r"(\d+) CPUs?", up[1]).group(1)) if up else 0
-    return Check("smp", PASS if n == cpus else FAIL,
-                 up[1] if up else f"no \"smp: Brought up ... {cpus} CPUs\"")
+    detail = up[1] if up else f"no \"smp: Brought up ... {cpus} CPUs\""
+    why = list(dict.fromkeys(body for _, body in c.lines if SMP_TROUBLE.search(body)))
+    if why:
+        detail += " | " + " | ".join(why[:3])
+    return Check("smp", PASS if n == cpus and not why else FAIL, detail)
 
 
-def firmware_bug_check(c):
-    hits = [body for _, body in c.lines if "[Firmware Bug]" in body]
-    return Check("no-firmware-bug", FAIL if hits else PASS,
-                 " | ".join(hits[:3]) if hits else "no [Firmware Bug] line")
+TSC_P0 = "TSC doesn't count with P0 frequency"
 
 
-TSC_TROUBLE = re.compile(r"Marking TSC unstable|tsc: Unable to calibrate|Fast TSC calibration|"
-                         r"tsc: Using PIT calibration value")
+def firmware_bug_check(c, host):
+    """[Firmware Bug] lines are the VMM's to fix (the AMD TSC line: HWCR.
+    TscFreqSel, which KVM lets the VMM set), unless the VMM said KVM would
+    not take it: then the line is the host's, as on the host's own kernel."""
+    hits = list(dict.fromkeys(body for _, body in c.lines if "[Firmware Bug]" in body))
+    if not hits:
+        return Check("no-firmware-bug", PASS, "no [Firmware Bug] line")
+    inherited = [h for h in hits if TSC_P0 in h and host.hwcr_missing]
+    own = [h for h in hits if h not in inherited]
+    if own:
+        hint = ("; the VMM did not set HWCR.TscFreqSel (MSR 0xc0010015 bit 24) and did "
+                "not say KVM refused it") if any(TSC_P0 in h for h in own) else ""
+        return Check("no-firmware-bug", FAIL, " | ".join(own[:3]) + hint)
+    return Check("no-firmware-bug", PASS, "no [Firmware Bug] line of the VMM's making",
+                 info=f"host-inherited: {inherited[0].strip()} ({host.hwcr_missing})")
 
 
-def tsc_check(c):
-    """The guest got its TSC frequency from the VMM (kvmclock, CPUID), not by
-    calibrating against the emulated PIT. Measured here with nopv: that
-    calibration gave 1801 MHz for a 2600 MHz TSC, or failed and left the TSC
-    marked unstable, or worked, depending on the host's load; any PIT
-    calibration fails the check, so it does not pass by luck."""
-    hits = list(dict.fromkeys(body for _, body in c.lines if TSC_TROUBLE.search(body)))
-    mhz = first_line(c, r"tsc: Detected [\d.]+ MHz")
-    detail = " | ".join(hits[:4]) if hits else "TSC frequency not calibrated against the PIT"
-    if mhz:
-        detail += "; " + mhz[1]
-    return Check("tsc", FAIL if hits else PASS, detail)
+TSC_BROKEN = re.compile(r"Marking TSC unstable|tsc: Unable to calibrate")
+TSC_PIT = re.compile(r"tsc: Using PIT calibration value|Fast TSC calibration using PIT")
+TSC_RATE = re.compile(r"tsc: (?:Detected|Refined TSC clocksource calibration:) ([\d.]+) MHz")
+TSC_TOLERANCE = 0.01  # what Linux's own refinement accepts (tsc_refine_calibration_work)
+
+
+def tsc_check(c, host):
+    """The guest's idea of the TSC rate against the host's (the VMM's -v
+    "cpu:" line): a rate more than 1 % off, or a TSC Linux gave up on,
+    fails whatever the source; a rate calibrated against the PIT that came
+    out right passes, and says so (on AMD without kvmclock Linux has no
+    other source: it takes the rate from CPUID only on Intel)."""
+    broken = list(dict.fromkeys(body for _, body in c.lines if TSC_BROKEN.search(body)))
+    rates = [(ts, body) for ts, body in c.lines if TSC_RATE.search(body)]
+    if broken:
+        return Check("tsc", FAIL, " | ".join(broken[:3]))
+    if not rates:
+        return Check("tsc", FAIL, "no \"tsc: Detected ... MHz\" line")
+    line = rates[-1][1].strip()
+    mhz = float(TSC_RATE.search(line).group(1))
+    if not host.tsc_khz:
+        return Check("tsc", FAIL, f"{line}; the host's TSC rate is unknown (no \"cpu: ..., "
+                     "TSC N kHz\" line from the VMM's -v), so it cannot be judged")
+    off = abs(mhz * 1000 - host.tsc_khz) / host.tsc_khz
+    detail = f"{line}: {off:.3%} from the host's {host.tsc_khz / 1000:.3f} MHz"
+    if off > TSC_TOLERANCE:
+        return Check("tsc", FAIL, detail + f" (more than {TSC_TOLERANCE:.0%}: every time the "
+                     "guest measures is off by as much)")
+    pit = first_line(c, TSC_PIT.pattern)
+    info = (f"calibrated against the PIT ({pit[1].strip()}): no kvmclock and no CPUID rate "
+            f"the guest reads on {host.vendor or 'this CPU'}") if pit else ""
+    return Check("tsc", PASS, detail, info=info)
 
 
 def proc_interrupts_check(c, e):
@@ -377,7 +444,7 @@ def evaluate(console_text, hvc_text, stderr_text, exit_code, e):
     """Every check of one cell, in report order."""
     c = parse_console(console_text)
     stats = parse_stats(stderr_text)
-    checks = kernel_checks(c, stats, e)
+    checks = kernel_checks(c, stats, e, parse_host_cpu(stderr_text, e))
     checks += userspace_checks(c, hvc_text, e)
     checks.append(exit_check(exit_code, e, stderr_text))
     return c, stats, checks

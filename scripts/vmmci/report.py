@@ -51,6 +51,12 @@ def write_junit(path, cells):
                 ET.SubElement(tc, "skipped", message=x["detail"][:500])
             else:
                 ET.SubElement(tc, "system-out").text = x["detail"]
+            if x.get("info"):
+                # A condition inherited from the host: said, never failed on.
+                out = tc.find("system-out")
+                if out is None:
+                    out = ET.SubElement(tc, "system-out")
+                out.text = (out.text + "\n" if out.text else "") + "info: " + x["info"]
     ET.indent(suites)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
@@ -61,6 +67,12 @@ def failures(cells):
     """One line per failed check."""
     return [f"{c['id']}: {x['name']}: {x['detail']}"
             for c in cells for x in c["checks"] if x["status"] == "fail"]
+
+
+def host_inherited(cells):
+    """One line per condition a cell inherits from the host (check info)."""
+    return [f"{c['id']}: {x['name']}: {x['info']}"
+            for c in cells for x in c["checks"] if x.get("info")]
 
 
 def natural(text):
@@ -156,6 +168,11 @@ def summary_md(meta, cells, charts):
     fl = failures(cells)
     if fl:
         out += ["", "## Failures", ""] + [f"- {x}" for x in fl]
+    hi = host_inherited(cells)
+    if hi:
+        out += ["", "## Host-inherited conditions", "",
+                "Reported, not failed on: each is the host's, not the VMM's doing.", ""]
+        out += [f"- {x}" for x in hi]
     if charts:
         out += ["", "## Charts", ""] + [f"![{os.path.splitext(x)[0]}]({x})" for x in charts]
     elif meta.get("charts_missing"):

@@ -160,10 +160,86 @@ class BrokenOnPurpose(unittest.TestCase):
                               "calculate TSC khz\n")
         self.assertEqual(self.verdict("no-firmware-bug", console=bad).status, "fail")
         self.assertEqual(self.verdict("tsc", console=bad).status, "fail")
-        # Even a PIT calibration that worked: the frequency must come from the VMM.
-        lucky = self.console + ("[    0.0] tsc: Fast TSC calibration using PIT\n"
-                                "[    0.0] tsc: Detected 2600.026 MHz processor\n")
-        self.assertEqual(self.verdict("tsc", console=lucky).status, "fail")
+
+    def test_tsc_judged_by_its_rate_not_its_source(self):
+        # A PIT calibration that came out right passes, and says how it was got.
+        pit = self.console + ("[    0.0] tsc: Fast TSC calibration using PIT\n"
+                              "[    0.0] tsc: Detected 2600.026 MHz processor\n")
+        got = self.verdict("tsc", console=pit)
+        self.assertEqual(got.status, "pass", got)
+        self.assertIn("calibrated against the PIT", got.info)
+        # 1.5 % off fails, whatever the source.
+        far = self.console.replace("tsc: Detected 2600.000 MHz", "tsc: Detected 2561.000 MHz")
+        self.assertNotEqual(far, self.console)
+        got = self.verdict("tsc", console=far)
+        self.assertEqual(got.status, "fail", got)
+        self.assertIn("1.500% from the host's 2600.000 MHz", got.detail)
+        # The rate the VMM's -v line gives wins over the case's.
+        other = self.stderr + "vmm: info: cpu: Intel, TSC 2500000 kHz; KVM PV features shown: x\n"
+        self.assertEqual(self.verdict("tsc", stderr=other).status, "fail")
+        # Nothing to compare with: not judged as passing.
+        got = self.verdict("tsc", host_tsc_khz=0)
+        self.assertEqual(got.status, "fail")
+        self.assertIn("cannot be judged", got.detail)
+        # A later refinement is the rate Linux keeps.
+        refined = far + "[    9.0] tsc: Refined TSC clocksource calibration: 2600.010 MHz\n"
+        self.assertEqual(self.verdict("tsc", console=refined).status, "pass")
+
+    def test_smp_names_why_a_cpu_did_not_come_up(self):
+        text = self.console + "[    3.0] smpboot: do_boot_cpu failed(-1) to wakeup CPU#1\n"
+        got = self.verdict("smp", console=text, cpus=2)
+        self.assertEqual(got.status, "fail")
+        self.assertIn("do_boot_cpu failed", got.detail)
+
+
+class HostInherited(unittest.TestCase):
+    """The AMD recording whose guest printed the firmware-bug line: the
+    VMM's fault unless the VMM said KVM would not take HWCR.TscFreqSel."""
+
+    def setUp(self):
+        self.console, self.stderr, self.case = load("amd-6.1-msi-msix-no-hwcr")
+
+    def check(self, name, stderr):
+        _, _, checks = evaluate(self.console, stderr, self.case)
+        return {c.name: c for c in checks}[name]
+
+    def test_vmm_that_did_not_try_fails(self):
+        got = self.check("no-firmware-bug", self.stderr)
+        self.assertEqual(got.status, "fail")
+        self.assertIn("did not set HWCR.TscFreqSel", got.detail)
+        self.assertEqual(got.info, "")
+
+    def test_kvm_that_refused_is_the_hosts(self):
+        for line in ("vmm: info: cpu: KVM refused MSR HWCR (TscFreqSel) (0xc0010015) = 0x1000000",
+                     "vmm: info: cpu: KVM does not list MSR_K7_HWCR: HWCR.TscFreqSel stays clear"):
+            got = self.check("no-firmware-bug", self.stderr + line + "\n")
+            self.assertEqual(got.status, "pass", got)
+            self.assertIn("host-inherited: [Firmware Bug]: TSC doesn't count", got.info)
+            self.assertIn(line.split("cpu: ")[1], got.info)
+
+    def test_other_firmware_bugs_stay_the_vmms(self):
+        console = self.console + "[    1.0] [Firmware Bug]: CPU   1: APIC ID mismatch.\n"
+        _, _, checks = evaluate(console, self.stderr + "vmm: info: cpu: KVM refused MSR HWCR "
+                                "(TscFreqSel) (0xc0010015) = 0x1000000\n", self.case)
+        got = {c.name: c for c in checks}["no-firmware-bug"]
+        self.assertEqual(got.status, "fail")
+        self.assertIn("APIC ID mismatch", got.detail)
+
+    def test_info_reaches_junit_and_summary(self):
+        import tempfile
+        import xml.etree.ElementTree as ET
+        line = "vmm: info: cpu: KVM refused MSR HWCR (TscFreqSel) (0xc0010015) = 0x1000000\n"
+        _, _, checks = evaluate(self.console, self.stderr + line, self.case)
+        cell = {"id": "amd.c1", "checks": [c.to_dict() for c in checks],
+                "boot": {"vmm_wall_s": 1.0}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "junit.xml")
+            report.write_junit(path, [cell])
+            outs = [tc.findtext("system-out") or "" for tc in ET.parse(path).iter("testcase")
+                    if tc.get("name") == "no-firmware-bug"]
+        self.assertTrue(outs and "info: host-inherited:" in outs[0], outs)
+        self.assertEqual(report.host_inherited([cell])[0].split(": ")[:2],
+                         ["amd.c1", "no-firmware-bug"])
 
 
 class Parsing(unittest.TestCase):

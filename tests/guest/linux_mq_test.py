@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Multiqueue with a real Linux guest (issue 10): a cached host-workaround
-6.1 kernel (userspace works on our hosts) with 2 vCPUs ('nopv'), a
+6.1 kernel (userspace works on our hosts) with 2 vCPUs, a
 virtio-blk of 2 request queues and a virtio-net of 2 queue pairs, and
 guests/linux/mqinit.c as /init, which reads the disk and sends frames from
 each CPU in turn, then reboots (VMM exit 0).
@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CMDLINE = "nopv clearcpuid=151,308,295,154,141,156,293,304"
+CMDLINE = "clearcpuid=151,308,295,154,141,156,293,304"
 
 
 def skip(why):
