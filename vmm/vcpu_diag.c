@@ -1,5 +1,7 @@
 #include "vcpu_diag.h"
 
+#include "insn_hint.h"
+
 #include "kvm.h"
 #include "vcpu.h"
 #include "vm.h"
@@ -62,27 +64,17 @@ int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
 	return vcpu_linear_access(v, &s, rip + (s.cs.l ? 0 : s.cs.base), buf, len, 0);
 }
 
-/* Instructions measured to be unknown to the emulating host's ring 0, and
- * the guest command line that makes Linux avoid them (kvm-host.md). */
-const char *vcpu_insn_hint(const uint8_t *insn, unsigned n)
+/* The clearcpuid= that makes Linux avoid an instruction the emulating
+ * host's ring 0 does not know (kvm-host.md), in `buf`, or NULL. The line
+ * keeps the form "clearcpuid=N (name)": scripts/vmm-ci reads it. */
+const char *vcpu_insn_hint(const uint8_t *insn, unsigned n, char *buf, unsigned len)
 {
-	unsigned i = 0;
-	while (i < n && (insn[i] == 0xF0 || insn[i] == 0xF2 || insn[i] == 0xF3 || insn[i] == 0x66 ||
-			 insn[i] == 0x2E || insn[i] == 0x3E || insn[i] == 0x26 || insn[i] == 0x64 ||
-			 insn[i] == 0x65 || insn[i] == 0x36 || (insn[i] & 0xF0) == 0x40))
-		i++;
-	if (i + 2 >= n || insn[i] != 0x0F)
+	const struct insn_feature *f = insn_feature_of(insn, n);
+	if (!f)
 		return NULL;
-	uint8_t op = insn[i + 1], modrm = insn[i + 2], reg = (modrm >> 3) & 7;
-	if (op == 0xC7 && reg == 1)
-		return "cmpxchg16b: add clearcpuid=141 (cx16) to the guest command line";
-	if (op == 0xAE && (modrm >> 6) != 3 && (reg == 4 || reg == 5))
-		return "xsave/xrstor: add clearcpuid=154 (xsave) to the guest command line";
-	if (op == 0x01 && (modrm == 0xD0 || modrm == 0xD1))
-		return "xgetbv/xsetbv: add clearcpuid=154 (xsave) to the guest command line";
-	if (op == 0xB8)
-		return "popcnt: add clearcpuid=151 (popcnt) to the guest command line";
-	return NULL;
+	snprintf(buf, len, "%s needs %s: add clearcpuid=%u (%s) to the guest command line", f->insn,
+		 f->feature, f->bit, f->feature);
+	return buf;
 }
 
 void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsigned insn_len)
@@ -108,7 +100,10 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 		  : (s.cr0 & 1) ? "protected mode"
 				: "real mode");
 	log_error(log, "  instruction bytes: %s", insn ? bytes : "(unreadable)");
-	const char *hint = insn && v->vm->kvm.emulated_host ? vcpu_insn_hint(insn, insn_len) : NULL;
+	char hint_buf[160];
+	const char *hint = insn && v->vm->kvm.emulated_host
+			       ? vcpu_insn_hint(insn, insn_len, hint_buf, sizeof(hint_buf))
+			       : NULL;
 	if (hint)
 		log_error(log,
 			  "  hint: %s; the set measured to work here: "

@@ -20,7 +20,8 @@ int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len);
  * fails closed on an unmapped page or non-RAM). Writes ignore the R/W bit. */
 int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t lin, void *buf,
 		       unsigned len, int write);
-/* A known-unemulated instruction's name and workaround, or NULL. */
-const char *vcpu_insn_hint(const uint8_t *insn, unsigned n);
+/* The instruction's CPUID feature and the clearcpuid= bit that avoids it,
+ * written into buf (vmm/insn_hint.h), or NULL when there is none. */
+const char *vcpu_insn_hint(const uint8_t *insn, unsigned n, char *buf, unsigned len);
 
 #endif
