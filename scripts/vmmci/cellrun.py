@@ -7,6 +7,7 @@ and --stats; for the full matrix also the ext4 tools disk. The serial console go
 line gets a host timestamp and the hvc0 token is typed when /init asks for
 it (no sleeps: everything waits on file descriptors).
 """
+import dataclasses
 import os
 import selectors
 import signal
@@ -256,9 +257,9 @@ def cell_expectations(cell, emulated, net_reason, token):
 
 def cmdline_for(cell, net, token, append=""):
     k = cell.kernel
+    clear = clearcpuid_for(k.version) + "".join(f",{b}" for b in cell.extra_clearcpuid)
     words = ["console=hvc0", "console=ttyS0", "reboot=k", "panic=-1", "printk.time=1",
-             "clearcpuid=" + clearcpuid_for(k.version), f"vmmci.token={token}",
-             f"vmmci.host={HOST_IP}"]
+             "clearcpuid=" + clear, f"vmmci.token={token}", f"vmmci.host={HOST_IP}"]
     if net:
         words.append(f"ip={GUEST_IP}::{HOST_IP}:{NETMASK}:vm:eth0:off")
     if cell.full:
@@ -268,7 +269,7 @@ def cmdline_for(cell, net, token, append=""):
     return " ".join(words)
 
 
-def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout):
+def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout, extra=()):
     argv = [vmm, "--kernel", cell.kernel.path, "--initrd", initrd, "--memory", "256",
             "--cpus", str(cell.cpus), "--irq-mode", cell.mode, "--disk", disk, "--rng",
             "--console", "virtio", "--console-log", fifo, "--stats", "-v",
@@ -277,7 +278,7 @@ def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout):
         argv += ["--disk", tools + ",ro"]
     if tap:
         argv += ["--net", "tap=" + tap]
-    return argv
+    return argv + list(extra)
 
 
 def run_cell(cell, index, ctx):
@@ -314,7 +315,8 @@ def run_cell(cell, index, ctx):
             if cell.full:
                 iperf = start_iperf3_server(prefix)
         argv = prefix + vmm_argv(cell, ctx.vmm, ctx.initrd, disk, ctx.tools if cell.full else None,
-                                 fifo, cmdline, netns.tap if netns else None, ctx.timeout)
+                                 fifo, cmdline, netns.tap if netns else None, ctx.timeout,
+                                 ctx.vmm_args)
         session = Session(argv, fifo, on_line)
         code, killed = session.run(ctx.timeout + 60)
     finally:
@@ -336,7 +338,35 @@ def run_cell(cell, index, ctx):
                                        f"killed at the {killed} ({ctx.timeout + 60} s)", "host"))
     os.unlink(disk)
     result = cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv)
+    result["stop"] = consolelog.stop_cause(c, session.text("stderr"), code).to_dict()
     result["host_loadavg_at_start"] = load
+    return result
+
+
+def run_cell_auto_clearcpuid(cell, index, ctx, log, tries=8):
+    """--auto-clearcpuid: a user's kernel that stops at an instruction this
+    host's ring 0 does not know is run again with the clearcpuid= bits the
+    VMM's crash hint names, until it gets past them (at most `tries` runs).
+    Never for the project's own kernels: their command line is the one under
+    test. The report says which bits were added and why."""
+    added, why = [], []
+    while True:
+        result = run_cell(cell, index, ctx)
+        stop = result.get("stop") or {}
+        new = [b for b in stop.get("clearcpuid", []) if b not in added]
+        if (cell.kernel.source != "user" or stop.get("kind") != "emulation-failure" or not new
+                or len(added) >= tries):
+            break
+        added += new
+        why.append(f"{','.join(map(str, new))} after: {stop.get('detail', '')}")
+        log(f"{cell.id}: --auto-clearcpuid: again with clearcpuid bits "
+            f"{','.join(map(str, added))} added")
+        cell = dataclasses.replace(cell, extra_clearcpuid=tuple(added))
+    if added:
+        result["auto_clearcpuid"] = {"added": added, "why": why}
+        result["checks"].append(consolelog.Check(
+            "auto-clearcpuid", consolelog.PASS, f"added clearcpuid bits {added}",
+            "host", info="--auto-clearcpuid: " + " | ".join(why)).to_dict())
     return result
 
 

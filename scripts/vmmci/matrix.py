@@ -69,6 +69,8 @@ class Cell:
     cpus: int
     repeat: int
     full: bool = False
+    # clearcpuid= bits added by --auto-clearcpuid (user kernels only)
+    extra_clearcpuid: tuple = ()
 
     @property
     def id(self):
