@@ -151,6 +151,57 @@ class AutoClearcpuid(unittest.TestCase):
         self.assertTrue(clear[len("clearcpuid="):].replace(",", "").isdigit(), clear)
 
 
+class HostRerun(unittest.TestCase):
+    """A 2-vCPU cell that failed by the host's userspace crash runs once
+    more (the recorded AMD cell); nothing else does."""
+
+    class Ctx:
+        emulated = True
+
+    def setUp(self):
+        self.console, _, _ = load("amd-6.1-msi-msix-2cpu-userspace-segv")
+
+    def test_the_recorded_crash_is_recognised(self):
+        failed = {"result": "fail", "cpus": 2}
+        crash = cellrun.host_userspace_crash(failed, self.console, self.Ctx())
+        self.assertTrue(crash.startswith("exe[41]: segfault at 0 ip 00000000004a4d02"), crash)
+        # Not on 1 vCPU, not on a hardware-assisted host, not for a pass.
+        self.assertEqual(cellrun.host_userspace_crash({"result": "fail", "cpus": 1},
+                                                      self.console, self.Ctx()), "")
+        hw = self.Ctx()
+        hw.emulated = False
+        self.assertEqual(cellrun.host_userspace_crash(failed, self.console, hw), "")
+        self.assertEqual(cellrun.host_userspace_crash({"result": "pass", "cpus": 2},
+                                                      self.console, self.Ctx()), "")
+        # init's own fault at entry_SYSCALL_64 is another matter (the panic kind).
+        console, _, _ = load("user-6.1-unpatched-intx")
+        self.assertEqual(cellrun.host_userspace_crash(failed, console, self.Ctx()), "")
+
+    def test_second_run_stands_and_the_first_is_said(self):
+        import tempfile
+        runs = []
+
+        def run(cell, index, ctx):
+            runs.append(1)
+            ok = len(runs) > 1
+            return {"result": "pass" if ok else "fail", "cpus": 2,
+                    "checks": [{"name": "hwrng", "status": "pass" if ok else "fail"}]}
+
+        with tempfile.TemporaryDirectory() as tmp:
+            ctx = self.Ctx()
+            ctx.out = tmp
+            cell = matrix.Cell(matrix.Kernel("6.1:msi", "/k"), "msix", 2, 1)
+            os.makedirs(os.path.join(tmp, "cells", cell.id))
+            with open(os.path.join(tmp, "cells", cell.id, "console.log"), "w") as f:
+                f.write(self.console)
+            r = cellrun.run_cell_once_more_on_host_crash(run, cell, 0, ctx, lambda m: None)
+        self.assertEqual(len(runs), 2)
+        self.assertEqual(r["result"], "pass")
+        self.assertEqual(r["host_rerun"]["first_failed"], ["hwrng"])
+        info = [c for c in r["checks"] if c["name"] == "host-rerun"][0]["info"]
+        self.assertIn("host-inherited: first run failed hwrng", info)
+
+
 class BrokenOnPurpose(unittest.TestCase):
     """A passing recording, edited to break one rule at a time."""
 
