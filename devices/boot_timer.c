@@ -7,7 +7,7 @@
 void boot_timer_init(struct boot_timer *t, uint64_t start_ns, FILE *report)
 {
 	memset(t, 0, sizeof(*t));
-	pthread_mutex_init(&t->lock, NULL);
+	lock_init(&t->lock, "boot timer", LOCK_RANK_DEVICE);
 	t->start_ns = start_ns;
 	t->report = report;
 }
@@ -15,7 +15,7 @@ void boot_timer_init(struct boot_timer *t, uint64_t start_ns, FILE *report)
 static void boot_timer_mark(struct boot_timer *t, uint8_t code, int mmio)
 {
 	uint64_t ns = clock_now_ns() - t->start_ns;
-	pthread_mutex_lock(&t->lock);
+	lock_take(&t->lock);
 	if (t->nmarks < BOOT_TIMER_MAX_MARKS)
 		t->marks[t->nmarks++] = (struct boot_mark){ns, code, (uint8_t)mmio};
 	if (t->report) {
@@ -33,7 +33,7 @@ static void boot_timer_mark(struct boot_timer *t, uint8_t code, int mmio)
 				(unsigned long long)(ns / 1000));
 		fflush(t->report);
 	}
-	pthread_mutex_unlock(&t->lock);
+	lock_release(&t->lock);
 }
 
 void boot_timer_mmio_read(void *opaque, uint64_t offset, void *data, unsigned len)

@@ -6,6 +6,8 @@
 #ifndef DEVICES_BOOT_TIMER_H
 #define DEVICES_BOOT_TIMER_H
 
+#include "vmm/base/lock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -26,7 +28,7 @@ struct boot_mark {
 };
 
 struct boot_timer {
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at process start */
 	FILE *report;	   /* where markers are printed as they come; NULL = quiet */
 	struct boot_mark marks[BOOT_TIMER_MAX_MARKS];

@@ -36,7 +36,7 @@ int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsi
 	if (nvectors < 1 || nvectors > MSIX_MAX_VECTORS || bar >= PCI_NUM_BARS ||
 	    (table_offset & 7) || (pba_offset & 7))
 		return -EINVAL;
-	pthread_mutex_init(&m->lock, NULL);
+	lock_init(&m->lock, "MSI-X table", LOCK_RANK_MSIX);
 	m->dev = d;
 	m->irq = irq;
 	m->nvectors = nvectors;
@@ -81,6 +81,7 @@ void msix_destroy(struct msix *m)
  * (irq_routes_begin/commit); table lock held. */
 static void msix_sync_vector_locked(struct msix *m, unsigned n)
 {
+	lock_assert_held(&m->lock);
 	const uint32_t *e = &m->table[n * 4];
 	bool masked =
 	    !m->enabled || m->function_masked || (e[ENTRY_CTRL] & PCI_MSIX_ENTRY_CTRL_MASKBIT);
@@ -95,7 +96,7 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 		return; /* Message Control not touched */
 	uint16_t ctrl = pci_cfg_get16(m->dev, m->cap + PCI_MSIX_FLAGS);
 	bool enabled = ctrl & PCI_MSIX_FLAGS_ENABLE, fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
-	pthread_mutex_lock(&m->lock);
+	lock_take(&m->lock);
 	if (enabled != m->enabled || fmask != m->function_masked) {
 		m->enabled = enabled;
 		m->function_masked = fmask;
@@ -105,7 +106,7 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 			msix_sync_vector_locked(m, i);
 		irq_routes_commit(m->irq);
 	}
-	pthread_mutex_unlock(&m->lock);
+	lock_release(&m->lock);
 	/* While MSI-X is enabled the function may not use INTx (6.8.2). */
 	if (enabled && m->dev->intx_level)
 		pci_device_set_intx(m->dev, false);
@@ -113,17 +114,17 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 
 bool msix_enabled(struct msix *m)
 {
-	pthread_mutex_lock(&m->lock);
+	lock_take(&m->lock);
 	bool e = m->enabled;
-	pthread_mutex_unlock(&m->lock);
+	lock_release(&m->lock);
 	return e;
 }
 
 bool msix_fire(struct msix *m, unsigned n)
 {
-	pthread_mutex_lock(&m->lock);
+	lock_take(&m->lock);
 	bool enabled = m->enabled;
-	pthread_mutex_unlock(&m->lock);
+	lock_release(&m->lock);
 	if (!enabled)
 		return false;
 	if (n < m->nvectors)
@@ -153,9 +154,9 @@ bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsign
 		if (!msix_access_ok(off, len))
 			return true;
 		unsigned dw = (unsigned)((off - m->table_offset) / 4);
-		pthread_mutex_lock(&m->lock);
+		lock_take(&m->lock);
 		memcpy(data, &m->table[dw], len);
-		pthread_mutex_unlock(&m->lock);
+		lock_release(&m->lock);
 		return true;
 	}
 	if (in_region(off, len, m->pba_offset, pba_size)) {
@@ -188,7 +189,7 @@ bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data,
 	unsigned dw = (unsigned)((off - m->table_offset) / 4);
 	uint32_t v[2];
 	memcpy(v, data, len);
-	pthread_mutex_lock(&m->lock);
+	lock_take(&m->lock);
 	for (unsigned i = 0; i < len / 4; i++) {
 		uint32_t *slot = &m->table[dw + i];
 		/* Vector Control: only the mask bit is writable (6.8.2.9). */
@@ -197,6 +198,6 @@ bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data,
 	irq_routes_begin(m->irq);
 	msix_sync_vector_locked(m, dw / 4);
 	irq_routes_commit(m->irq);
-	pthread_mutex_unlock(&m->lock);
+	lock_release(&m->lock);
 	return true;
 }

@@ -11,6 +11,8 @@
 #ifndef DEVICES_MSIX_H
 #define DEVICES_MSIX_H
 
+#include "vmm/base/lock.h"
+
 #include "vmm/base/align.h"
 
 #include <linux/pci_regs.h>
@@ -31,7 +33,7 @@ struct msix {
 	uint8_t cap; /* config offset of the capability; 0 = hidden */
 	uint8_t bar;
 	uint32_t table_offset, pba_offset;
-	pthread_mutex_t lock; /* the table */
+	struct vmm_lock lock; /* the table */
 	uint32_t *table;      /* nvectors * 4 dwords */
 	struct irq_msi_vector **vectors;
 	bool enabled, function_masked;

@@ -44,7 +44,7 @@ void pci_device_init(struct pci_device *d, const char *name, uint16_t vendor, ui
 		     uint32_t class_code, uint8_t revision)
 {
 	memset(d, 0, sizeof(*d));
-	pthread_mutex_init(&d->lock, NULL);
+	lock_init(&d->lock, "PCI device", LOCK_RANK_PCI_DEVICE);
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	pci_cfg_set16(d, PCI_VENDOR_ID, vendor);
 	pci_cfg_set16(d, PCI_DEVICE_ID, device);
@@ -278,19 +278,19 @@ static void pci_device_intx_update(struct pci_device *d)
 
 void pci_device_set_intx(struct pci_device *d, bool level)
 {
-	pthread_mutex_lock(&d->lock);
+	lock_take(&d->lock);
 	d->intx_level = level;
 	pci_device_intx_update(d);
-	pthread_mutex_unlock(&d->lock);
+	lock_release(&d->lock);
 }
 
 static uint32_t pci_device_config_read(struct pci_device *d, unsigned off, unsigned len)
 {
 	uint32_t v = 0;
-	pthread_mutex_lock(&d->lock);
+	lock_take(&d->lock);
 	for (unsigned i = 0; i < len; i++)
 		v |= (uint32_t)d->cfg[off + i] << (8 * i);
-	pthread_mutex_unlock(&d->lock);
+	lock_release(&d->lock);
 	return v;
 }
 
@@ -298,7 +298,7 @@ static void pci_device_config_write(struct pci_device *d, unsigned off, unsigned
 {
 	int bar_idx = -1;
 	bool upper = false;
-	pthread_mutex_lock(&d->lock);
+	lock_take(&d->lock);
 	uint16_t old_cmd = pci_cfg_get16(d, PCI_COMMAND);
 	if (bar_of_offset(d, off, &bar_idx, &upper) == 0) {
 		/* A BAR register: merge the written bytes into its dword. */
@@ -320,7 +320,7 @@ static void pci_device_config_write(struct pci_device *d, unsigned off, unsigned
 		if ((cmd ^ old_cmd) & PCI_COMMAND_INTX_DISABLE)
 			pci_device_intx_update(d);
 	}
-	pthread_mutex_unlock(&d->lock);
+	lock_release(&d->lock);
 	if (d->ops && d->ops->config_written)
 		d->ops->config_written(d, off, len);
 }
@@ -358,9 +358,9 @@ void pci_config_write(struct pci_bus *b, uint8_t bus, uint8_t devfn, unsigned of
 static void conf1_addr_read(void *opaque, uint64_t offset, void *data, unsigned len)
 {
 	struct pci_bus *b = opaque;
-	pthread_mutex_lock(&b->conf1_lock);
+	lock_take(&b->conf1_lock);
 	uint64_t v = b->conf1_addr;
-	pthread_mutex_unlock(&b->conf1_lock);
+	lock_release(&b->conf1_lock);
 	v >>= 8 * offset;
 	memcpy(data, &v, len);
 }
@@ -370,18 +370,18 @@ static void conf1_addr_write(void *opaque, uint64_t offset, const void *data, un
 	struct pci_bus *b = opaque;
 	if (offset != 0 || len != 4)
 		return; /* byte writes to 0xCF8-0xCFB are not CONFIG_ADDRESS */
-	pthread_mutex_lock(&b->conf1_lock);
+	lock_take(&b->conf1_lock);
 	memcpy(&b->conf1_addr, data, 4);
 	b->conf1_addr &= 0x80FFFFFCu; /* reserved bits 30:24 and 1:0 read 0 */
-	pthread_mutex_unlock(&b->conf1_lock);
+	lock_release(&b->conf1_lock);
 }
 
 static bool conf1_target(struct pci_bus *b, uint64_t offset, unsigned len, uint8_t *bus,
 			 uint8_t *devfn, unsigned *reg)
 {
-	pthread_mutex_lock(&b->conf1_lock);
+	lock_take(&b->conf1_lock);
 	uint32_t a = b->conf1_addr;
-	pthread_mutex_unlock(&b->conf1_lock);
+	lock_release(&b->conf1_lock);
 	if (!(a & 0x80000000u) || offset + len > 4)
 		return false;
 	*bus = (uint8_t)(a >> 16);
@@ -415,7 +415,7 @@ static void conf1_data_write(void *opaque, uint64_t offset, const void *data, un
 int pci_bus_init(struct pci_bus *b, const struct pci_bus_env *env)
 {
 	memset(b, 0, sizeof(*b));
-	pthread_mutex_init(&b->conf1_lock, NULL);
+	lock_init(&b->conf1_lock, "PCI conf1 latch", LOCK_RANK_PCI_CONF1);
 	b->pio = env->pio;
 	b->mmio = env->mmio;
 	b->mem = env->mem;
@@ -488,11 +488,11 @@ int pci_bus_assign_resources(struct pci_bus *b)
 						return -ENOSPC;
 					}
 					*next = addr + size;
-					pthread_mutex_lock(&d->lock);
+					lock_take(&d->lock);
 					bar_write_dword(d, i, false, (uint32_t)addr);
 					if (bar->type == PCI_BAR_MEM64)
 						bar_write_dword(d, i, true, (uint32_t)(addr >> 32));
-					pthread_mutex_unlock(&d->lock);
+					lock_release(&d->lock);
 				}
 			}
 		}
@@ -507,12 +507,12 @@ int pci_bus_assign_resources(struct pci_bus *b)
 			has_mem |=
 			    d->bars[i].type == PCI_BAR_MEM32 || d->bars[i].type == PCI_BAR_MEM64;
 		}
-		pthread_mutex_lock(&d->lock);
+		lock_take(&d->lock);
 		uint16_t cmd = pci_cfg_get16(d, PCI_COMMAND) | (has_io ? PCI_COMMAND_IO : 0) |
 			       (has_mem ? PCI_COMMAND_MEMORY : 0);
 		pci_cfg_set16(d, PCI_COMMAND, cmd);
 		pci_device_update_bars(d);
-		pthread_mutex_unlock(&d->lock);
+		lock_release(&d->lock);
 	}
 	return 0;
 }

@@ -15,6 +15,8 @@
 #ifndef DEVICES_PCI_H
 #define DEVICES_PCI_H
 
+#include "vmm/base/lock.h"
+
 #include "vmm/base/bus.h"
 
 #include <linux/pci_regs.h>
@@ -77,7 +79,7 @@ struct pci_device {
 	bool intx_level;       /* the device's interrupt condition */
 	unsigned msix_vectors; /* advertised MSI-X table size, 0 = none */
 	unsigned bar_warnings; /* guest-triggered warnings so far (rate limit) */
-	pthread_mutex_t lock;  /* config space and BAR state */
+	struct vmm_lock lock;  /* config space and BAR state */
 };
 
 /* Guest-physical memory the machine serves without the VMM's MMIO bus
@@ -92,7 +94,7 @@ struct pci_reserved {
 struct pci_bus {
 	struct pci_device *slots[PCI_SLOTS];
 	struct pci_device host_bridge;
-	pthread_mutex_t conf1_lock;
+	struct vmm_lock conf1_lock;
 	uint32_t conf1_addr;
 	struct bus *pio, *mmio;
 	const struct guest_mem *mem;

@@ -13,12 +13,12 @@ static void irqbench_io_read(void *opaque, uint64_t off, void *data, unsigned le
 {
 	struct pci_irqbench *b = opaque;
 	uint32_t v = 0;
-	pthread_mutex_lock(&b->lock);
+	lock_take(&b->lock);
 	if (off == IRQBENCH_REG_DELAY_US)
 		v = b->delay_us;
 	else if (off == IRQBENCH_REG_SAMPLES)
 		v = b->nsamples;
-	pthread_mutex_unlock(&b->lock);
+	lock_release(&b->lock);
 	memset(data, 0, len);
 	memcpy(data, &v, len < 4 ? len : 4);
 }
@@ -44,7 +44,7 @@ static void irqbench_ack(struct pci_irqbench *b)
 {
 	uint64_t t1 = clock_now_ns();
 	atomic_fetch_add(&b->acks, 1);
-	pthread_mutex_lock(&b->lock);
+	lock_take(&b->lock);
 	if (!b->outstanding) {
 		/* A re-delivery, or a guest that acknowledges twice. */
 		atomic_fetch_add(&b->stray_acks, 1);
@@ -54,18 +54,18 @@ static void irqbench_ack(struct pci_irqbench *b)
 		atomic_fetch_add(&b->dropped, 1);
 	}
 	b->outstanding = false;
-	pthread_mutex_unlock(&b->lock);
+	lock_release(&b->lock);
 	pci_device_set_intx(&b->pci, false);
 }
 
 static void irqbench_arm(struct pci_irqbench *b, uint32_t what)
 {
-	pthread_mutex_lock(&b->lock);
+	lock_take(&b->lock);
 	uint32_t us = b->delay_us ? b->delay_us : 1;
 	struct itimerspec its = {.it_value = {us / 1000000, (long)(us % 1000000) * 1000}};
 	b->armed = what;
 	b->timer_running = timerfd_settime(b->timer_fd, 0, &its, NULL) == 0;
-	pthread_mutex_unlock(&b->lock);
+	lock_release(&b->lock);
 }
 
 static void irqbench_io_write(void *opaque, uint64_t off, const void *data, unsigned len)
@@ -77,9 +77,9 @@ static void irqbench_io_write(void *opaque, uint64_t off, const void *data, unsi
 	case IRQBENCH_REG_ACK: irqbench_ack(b); break;
 	case IRQBENCH_REG_ARM: irqbench_arm(b, v); break;
 	case IRQBENCH_REG_DELAY_US:
-		pthread_mutex_lock(&b->lock);
+		lock_take(&b->lock);
 		b->delay_us = v;
-		pthread_mutex_unlock(&b->lock);
+		lock_release(&b->lock);
 		break;
 	default: break; /* SAMPLES is read-only */
 	}
@@ -90,16 +90,16 @@ void pci_irqbench_timer_ready(struct pci_irqbench *b)
 	uint64_t expirations;
 	if (read(b->timer_fd, &expirations, sizeof(expirations)) < 0)
 		return;
-	pthread_mutex_lock(&b->lock);
+	lock_take(&b->lock);
 	if (!b->timer_running) {
-		pthread_mutex_unlock(&b->lock);
+		lock_release(&b->lock);
 		return;
 	}
 	uint32_t what = b->armed;
 	b->timer_running = false;
 	b->outstanding = true;
 	b->t0_ns = clock_now_ns();
-	pthread_mutex_unlock(&b->lock);
+	lock_release(&b->lock);
 	atomic_fetch_add(&b->fires, 1);
 	/* As a completion would: MSI-X vector `what`, or INTx while MSI-X is off. */
 	if (what == IRQBENCH_ARM_INTX || !msix_fire(&b->msix, what))
@@ -133,7 +133,7 @@ int pci_irqbench_init(struct pci_irqbench *b, const char *name, struct irq_route
 		      unsigned nvectors, bool msix_hidden)
 {
 	memset(b, 0, sizeof(*b));
-	pthread_mutex_init(&b->lock, NULL);
+	lock_init(&b->lock, "irqbench", LOCK_RANK_PCI_FUNCTION);
 	b->delay_us = IRQBENCH_DELAY_US;
 	b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (b->timer_fd < 0)
@@ -156,7 +156,7 @@ int pci_irqbench_init(struct pci_irqbench *b, const char *name, struct irq_route
 
 int pci_irqbench_write_samples(struct pci_irqbench *b, FILE *out)
 {
-	pthread_mutex_lock(&b->lock);
+	lock_take(&b->lock);
 	fprintf(out,
 		"# irqbench %s: t1 - t0 in ns, t0 before the I/O thread raises the interrupt, t1 "
 		"at the handler's ACK port write\n"
@@ -167,7 +167,7 @@ int pci_irqbench_write_samples(struct pci_irqbench *b, FILE *out)
 		(unsigned long long)atomic_load(&b->dropped));
 	for (uint32_t i = 0; i < b->nsamples; i++)
 		fprintf(out, "%llu\n", (unsigned long long)b->samples_ns[i]);
-	pthread_mutex_unlock(&b->lock);
+	lock_release(&b->lock);
 	return ferror(out) ? -EIO : 0;
 }
 

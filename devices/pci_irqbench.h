@@ -19,6 +19,8 @@
 #ifndef DEVICES_PCI_IRQBENCH_H
 #define DEVICES_PCI_IRQBENCH_H
 
+#include "vmm/base/lock.h"
+
 #include "msix.h"
 #include "pci.h"
 
@@ -43,7 +45,7 @@ struct pci_irqbench {
 	struct pci_device pci;
 	struct msix msix;
 	int timer_fd; /* the I/O thread fires when it expires */
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	uint32_t armed;	    /* what ARM asked for, while the timer runs */
 	bool timer_running; /* ARM seen, not fired yet */
 	bool outstanding;   /* fired, no ACK yet */

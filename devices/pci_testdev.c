@@ -15,9 +15,9 @@ static void testdev_regs_read(void *opaque, uint64_t off, void *data, unsigned l
 	case TESTDEV_REG_MAGIC: v = TESTDEV_MAGIC; break;
 	case TESTDEV_REG_NVECTORS: v = t->msix.nvectors; break;
 	case TESTDEV_REG_INTX_PENDING:
-		pthread_mutex_lock(&t->lock);
+		lock_take(&t->lock);
 		v = t->intx_pending;
-		pthread_mutex_unlock(&t->lock);
+		lock_release(&t->lock);
 		break;
 	case TESTDEV_REG_DOORBELLS: v = (uint32_t)atomic_load(&t->doorbells); break;
 	default: v = 0; break;
@@ -40,15 +40,15 @@ static void testdev_regs_write(void *opaque, uint64_t off, const void *data, uns
 		}
 		if (msix_fire(&t->msix, v))
 			return;
-		pthread_mutex_lock(&t->lock);
+		lock_take(&t->lock);
 		t->intx_pending++;
 		pci_device_set_intx(&t->pci, true);
-		pthread_mutex_unlock(&t->lock);
+		lock_release(&t->lock);
 	} else if (off == TESTDEV_REG_INTX_ACK) {
-		pthread_mutex_lock(&t->lock);
+		lock_take(&t->lock);
 		t->intx_pending = 0;
 		pci_device_set_intx(&t->pci, false);
-		pthread_mutex_unlock(&t->lock);
+		lock_release(&t->lock);
 	}
 }
 
@@ -79,7 +79,7 @@ int pci_testdev_init(struct pci_testdev *t, const char *name, struct irq_router 
 		     unsigned nvectors, bool msix_hidden)
 {
 	memset(t, 0, sizeof(*t));
-	pthread_mutex_init(&t->lock, NULL);
+	lock_init(&t->lock, "PCI testdev", LOCK_RANK_PCI_FUNCTION);
 	pci_device_init(&t->pci, name, TESTDEV_VENDOR, TESTDEV_DEVICE, 0xFF0000, 1);
 	pci_device_set_subsystem(&t->pci, TESTDEV_VENDOR, 0x0001);
 	t->pci.ops = &testdev_ops;

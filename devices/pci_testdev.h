@@ -16,6 +16,8 @@
 #ifndef DEVICES_PCI_TESTDEV_H
 #define DEVICES_PCI_TESTDEV_H
 
+#include "vmm/base/lock.h"
+
 #include "msix.h"
 #include "pci.h"
 
@@ -36,7 +38,7 @@ enum {
 struct pci_testdev {
 	struct pci_device pci;
 	struct msix msix;
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	uint32_t intx_pending;
 	atomic_uint_fast32_t doorbells;
 	atomic_uint_fast64_t bad_vectors;

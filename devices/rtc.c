@@ -35,7 +35,7 @@ static time_t rtc_host_now(void *ctx)
 void rtc_init(struct rtc *r, time_t (*now)(void *ctx), void *now_ctx)
 {
 	memset(r, 0, sizeof(*r));
-	pthread_mutex_init(&r->lock, NULL);
+	lock_init(&r->lock, "RTC", LOCK_RANK_DEVICE);
 	r->now = now ? now : rtc_host_now;
 	r->now_ctx = now_ctx;
 	r->cmos[RTC_REG_A] = 0x26; /* 32.768 kHz time base, 1024 Hz rate */
@@ -194,12 +194,12 @@ void rtc_read(void *opaque, uint64_t offset, void *data, unsigned len)
 	struct rtc *r = opaque;
 	uint8_t *out = data;
 	memset(data, 0xFF, len);
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	if (offset == 0)
 		out[0] = r->index;
 	else
 		out[0] = rtc_reg_read(r, r->index);
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 }
 
 void rtc_write(void *opaque, uint64_t offset, const void *data, unsigned len)
@@ -207,10 +207,10 @@ void rtc_write(void *opaque, uint64_t offset, const void *data, unsigned len)
 	struct rtc *r = opaque;
 	uint8_t v = *(const uint8_t *)data;
 	(void)len;
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	if (offset == 0)
 		r->index = v & 0x7F; /* bit 7 is the NMI mask on PCs */
 	else
 		rtc_reg_write(r, r->index, v);
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 }

@@ -11,6 +11,8 @@
 #ifndef DEVICES_RTC_H
 #define DEVICES_RTC_H
 
+#include "vmm/base/lock.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -19,7 +21,7 @@
 #define RTC_NREGS      128
 
 struct rtc {
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	uint8_t index;
 	uint8_t cmos[RTC_NREGS];  /* registers A-D and RAM; time fields unused */
 	int64_t offset_s;	  /* guest time - host time, from guest writes */

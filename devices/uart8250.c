@@ -42,7 +42,7 @@ enum {
 void uart8250_init(struct uart8250 *u, struct irq_line *irq, struct char_sink out)
 {
 	memset(u, 0, sizeof(*u));
-	pthread_mutex_init(&u->lock, NULL);
+	lock_init(&u->lock, "UART", LOCK_RANK_DEVICE);
 	u->irq = irq;
 	u->out = out;
 	u->lsr = LSR_THRE | LSR_TEMT;
@@ -183,37 +183,37 @@ void uart8250_read(void *opaque, uint64_t offset, void *data, unsigned len)
 {
 	struct uart8250 *u = opaque;
 	uint8_t *out = data;
-	pthread_mutex_lock(&u->lock);
+	lock_take(&u->lock);
 	/* A wider access reads consecutive registers, as on an ISA bus. */
 	for (unsigned i = 0; i < len; i++)
 		out[i] =
 		    (offset + i < UART_NREGS) ? uart_reg_read(u, (unsigned)(offset + i)) : 0xFF;
 	uart_update_irq(u);
-	pthread_mutex_unlock(&u->lock);
+	lock_release(&u->lock);
 }
 
 void uart8250_write(void *opaque, uint64_t offset, const void *data, unsigned len)
 {
 	struct uart8250 *u = opaque;
 	const uint8_t *in = data;
-	pthread_mutex_lock(&u->lock);
+	lock_take(&u->lock);
 	for (unsigned i = 0; i < len; i++)
 		if (offset + i < UART_NREGS)
 			uart_reg_write(u, (unsigned)(offset + i), in[i]);
 	uart_update_irq(u);
-	pthread_mutex_unlock(&u->lock);
+	lock_release(&u->lock);
 }
 
 size_t uart8250_receive(struct uart8250 *u, const uint8_t *buf, size_t len)
 {
 	size_t n = 0;
-	pthread_mutex_lock(&u->lock);
+	lock_take(&u->lock);
 	/* In loopback the receiver is disconnected from the line. */
 	if (!(u->mcr & MCR_LOOP)) {
 		while (n < len && u->rx_count < UART_RX_CAP)
 			uart_rx_push(u, buf[n++]);
 		uart_update_irq(u);
 	}
-	pthread_mutex_unlock(&u->lock);
+	lock_release(&u->lock);
 	return n;
 }

@@ -7,6 +7,8 @@
 #ifndef DEVICES_UART8250_H
 #define DEVICES_UART8250_H
 
+#include "vmm/base/lock.h"
+
 #include "vmm/base/machine_ctl.h"
 
 #include <pthread.h>
@@ -21,7 +23,7 @@ struct irq_line;
 #define UART_RX_CAP    1024 /* host-side buffer in front of the 16-byte FIFO */
 
 struct uart8250 {
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	struct irq_line *irq;
 	struct char_sink out;
 	uint8_t ier, lcr, mcr, lsr, msr, scr, fcr, dll, dlm;

@@ -32,12 +32,12 @@ static struct virtio_pci *vp_of(struct virtio_transport *t)
 
 static void vp_queue_lock(struct virtio_transport *t, unsigned q)
 {
-	pthread_mutex_lock(&vp_of(t)->queues[q].lock);
+	lock_take_nested(&vp_of(t)->queues[q].lock, q);
 }
 
 static void vp_queue_unlock(struct virtio_transport *t, unsigned q)
 {
-	pthread_mutex_unlock(&vp_of(t)->queues[q].lock);
+	lock_release(&vp_of(t)->queues[q].lock);
 }
 
 /* Every queue's lock, in index order, under the configuration lock: what
@@ -46,13 +46,13 @@ static void vp_queue_unlock(struct virtio_transport *t, unsigned q)
 static void vp_lock_all_queues(struct virtio_pci *vp)
 {
 	for (unsigned i = 0; i < vp->nq; i++)
-		pthread_mutex_lock(&vp->queues[i].lock);
+		lock_take_nested(&vp->queues[i].lock, i);
 }
 
 static void vp_unlock_all_queues(struct virtio_pci *vp)
 {
 	for (unsigned i = vp->nq; i-- > 0;)
-		pthread_mutex_unlock(&vp->queues[i].lock);
+		lock_release(&vp->queues[i].lock);
 }
 
 /* The status as the driver reads it. */
@@ -74,9 +74,9 @@ static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bi
 {
 	unsigned how = vec;
 	if (isr_bit == VIRTIO_PCI_ISR_CONFIG) {
-		pthread_mutex_lock(&vp->isr_lock);
+		lock_take(&vp->isr_lock);
 		vp->isr |= isr_bit;
-		pthread_mutex_unlock(&vp->isr_lock);
+		lock_release(&vp->isr_lock);
 	}
 	/* msix_fire() drops a vector beyond the table, NO_VECTOR included
 	 * (4.1.5.1.2: no interrupt then), and says false while MSI-X is off. */
@@ -86,10 +86,10 @@ static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bi
 	} else {
 		/* The bit and the level change together: an ISR read between
 		 * them would otherwise lower a line whose bit it never saw. */
-		pthread_mutex_lock(&vp->isr_lock);
+		lock_take(&vp->isr_lock);
 		vp->isr |= isr_bit;
 		pci_device_set_intx(&vp->pci, true);
-		pthread_mutex_unlock(&vp->isr_lock);
+		lock_release(&vp->isr_lock);
 		how = VIRTIO_PCI_LAST_INTX;
 	}
 	atomic_fetch_add(&vp->interrupts, 1);
@@ -103,6 +103,7 @@ static void vp_queue_used_locked(struct virtio_transport *t, unsigned q)
 	if (q >= vp->nq)
 		return;
 	struct virtio_pci_queue *pq = &vp->queues[q];
+	lock_assert_held(&pq->lock);
 	struct virtq *vq = &vp->dev->vqs[q];
 	atomic_fetch_add(&pq->requests, (uint16_t)(vq->used_idx - pq->used_counted));
 	pq->used_counted = vq->used_idx;
@@ -137,6 +138,8 @@ static void vp_needs_reset(struct virtio_transport *t, const char *why)
 static bool vp_live_locked(struct virtio_transport *t, unsigned q)
 {
 	struct virtio_pci *vp = vp_of(t);
+	if (q < vp->nq)
+		lock_assert_held(&vp->queues[q].lock);
 	return q < vp->nq && vp->queues[q].live && !atomic_load(&vp->needs_reset);
 }
 
@@ -151,6 +154,7 @@ static const struct virtio_transport_ops vp_transport_ops = {
 static void vp_reset_locked(struct virtio_pci *vp)
 {
 	struct virtio_dev *d = vp->dev;
+	lock_assert_held(&vp->lock);
 	vp_lock_all_queues(vp);
 	if (d->ops->reset)
 		d->ops->reset(d);
@@ -173,10 +177,10 @@ static void vp_reset_locked(struct virtio_pci *vp)
 	atomic_store(&vp->msix_config, VIRTIO_MSI_NO_VECTOR);
 	vp->queue_select = 0;
 	vp->late_setup_logged = false;
-	pthread_mutex_lock(&vp->isr_lock);
+	lock_take(&vp->isr_lock);
 	vp->isr = 0;
 	pci_device_set_intx(&vp->pci, false);
-	pthread_mutex_unlock(&vp->isr_lock);
+	lock_release(&vp->isr_lock);
 }
 
 static uint16_t vp_valid_vector(struct virtio_pci *vp, uint16_t v)
@@ -201,6 +205,7 @@ static unsigned cc_width(unsigned off)
 
 static uint32_t vp_common_read_locked(struct virtio_pci *vp, unsigned off)
 {
+	lock_assert_held(&vp->lock);
 	struct virtio_pci_queue *q =
 	    vp->queue_select < vp->nq ? &vp->queues[vp->queue_select] : NULL;
 	switch (off) {
@@ -249,6 +254,7 @@ static void vp_kick_queue(struct virtio_pci_queue *q, bool host)
 static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 {
 	struct virtio_dev *d = vp->dev;
+	lock_assert_held(&vp->lock);
 	if (v == 0) {
 		vp_reset_locked(vp); /* 4.1.4.3.1: writing 0 resets the device */
 		return;
@@ -302,11 +308,12 @@ static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 static void vp_queue_enable_locked(struct virtio_pci *vp, struct virtio_pci_queue *q, unsigned idx)
 {
 	struct virtio_dev *d = vp->dev;
-	pthread_mutex_lock(&q->lock);
+	lock_assert_held(&vp->lock);
+	lock_take_nested(&q->lock, q->index);
 	int ret = virtq_init(&d->vqs[idx], vp->mem, q->size, d->ops->queue_max, q->desc, q->driver,
 			     q->device, virtio_has_feature(d, VIRTIO_RING_F_EVENT_IDX));
 	q->enabled = ret == 0;
-	pthread_mutex_unlock(&q->lock);
+	lock_release(&q->lock);
 	if (ret) {
 		char why[96];
 		snprintf(why, sizeof(why), "queue %u enabled with size %u at 0x%llx: %s", idx,
@@ -317,6 +324,7 @@ static void vp_queue_enable_locked(struct virtio_pci *vp, struct virtio_pci_queu
 
 static void vp_common_write_locked(struct virtio_pci *vp, unsigned off, uint32_t v)
 {
+	lock_assert_held(&vp->lock);
 	struct virtio_pci_queue *q =
 	    vp->queue_select < vp->nq ? &vp->queues[vp->queue_select] : NULL;
 	/* Queue set-up counts only between FEATURES_OK and DRIVER_OK; the
@@ -342,9 +350,9 @@ static void vp_common_write_locked(struct virtio_pci *vp, unsigned off, uint32_t
 	case VIRTIO_PCI_COMMON_Q_MSIX:
 		if (q) {
 			/* The hot path reads it under the queue's lock. */
-			pthread_mutex_lock(&q->lock);
+			lock_take_nested(&q->lock, q->index);
 			q->msix_vector = vp_valid_vector(vp, (uint16_t)v);
-			pthread_mutex_unlock(&q->lock);
+			lock_release(&q->lock);
 		}
 		return;
 	default: break;
@@ -391,7 +399,7 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 {
 	struct virtio_pci *vp = opaque;
 	uint64_t v = 0;
-	pthread_mutex_lock(&vp->lock);
+	lock_take(&vp->lock);
 	if (off < VIRTIO_PCI_COMMON_OFF + CC_SIZE) {
 		unsigned w = cc_width((unsigned)off);
 		if (len == w && (off % w) == 0)
@@ -401,18 +409,18 @@ void virtio_pci_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 			    (uint64_t)vp_common_read_locked(vp, (unsigned)off + 4) << 32;
 	} else if (off == VIRTIO_PCI_ISR_OFF) {
 		/* 4.1.4.5: reading the ISR returns and clears it, and lowers INTx. */
-		pthread_mutex_lock(&vp->isr_lock);
+		lock_take(&vp->isr_lock);
 		v = vp->isr;
 		vp->isr = 0;
 		pci_device_set_intx(&vp->pci, false);
-		pthread_mutex_unlock(&vp->isr_lock);
+		lock_release(&vp->isr_lock);
 	} else if (off >= VIRTIO_PCI_DEVICE_OFF &&
 		   off - VIRTIO_PCI_DEVICE_OFF + len <= vp->dev->ops->config_size) {
 		if (vp->dev->ops->config_read)
 			vp->dev->ops->config_read(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF),
 						  &v, len);
 	}
-	pthread_mutex_unlock(&vp->lock);
+	lock_release(&vp->lock);
 	memcpy(data, &v, len);
 }
 
@@ -429,7 +437,7 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 			vp_kick_queue(&vp->queues[q], false);
 		return;
 	}
-	pthread_mutex_lock(&vp->lock);
+	lock_take(&vp->lock);
 	if (off < VIRTIO_PCI_COMMON_OFF + CC_SIZE) {
 		unsigned w = cc_width((unsigned)off);
 		if (len == w && (off % w) == 0) {
@@ -444,7 +452,7 @@ void virtio_pci_bar_write(void *opaque, uint64_t off, const void *data, unsigned
 			vp->dev->ops->config_write(vp->dev, (unsigned)(off - VIRTIO_PCI_DEVICE_OFF),
 						   data, len);
 	}
-	pthread_mutex_unlock(&vp->lock);
+	lock_release(&vp->lock);
 }
 
 /* The queue's I/O thread: its notify eventfd fired. The queue's lock is
@@ -460,10 +468,10 @@ static void vp_notify_ready(void *arg)
 		atomic_fetch_add(&vp->notifies, 1);
 		atomic_fetch_add(&q->notifies, 1);
 	}
-	pthread_mutex_lock(&q->lock);
+	lock_take_nested(&q->lock, q->index);
 	if (vp_live_locked(&vp->transport, q->index) && vp->dev->ops->queue_notify)
 		vp->dev->ops->queue_notify(vp->dev, q->index);
-	pthread_mutex_unlock(&q->lock);
+	lock_release(&q->lock);
 }
 
 static void vp_msix_read(void *opaque, uint64_t off, void *data, unsigned len)
@@ -505,9 +513,9 @@ static void vp_config_read_hook(struct pci_device *d, unsigned off, unsigned len
 	    !vp_cfg_cap_window(vp, &offset, &n))
 		return;
 	virtio_pci_bar_read(vp, offset, &v, n);
-	pthread_mutex_lock(&d->lock);
+	lock_take(&d->lock);
 	pci_cfg_set32(d, vp->cfg_cap + VIRTIO_PCI_CFG_DATA, v);
-	pthread_mutex_unlock(&d->lock);
+	lock_release(&d->lock);
 }
 
 static void vp_config_written(struct pci_device *d, unsigned off, unsigned len)
@@ -543,9 +551,9 @@ static void vp_bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool map
 static void vp_intx_resample(struct pci_device *d)
 {
 	struct virtio_pci *vp = d->opaque;
-	pthread_mutex_lock(&vp->isr_lock);
+	lock_take(&vp->isr_lock);
 	pci_device_set_intx(d, vp->isr != 0);
-	pthread_mutex_unlock(&vp->isr_lock);
+	lock_release(&vp->isr_lock);
 }
 
 static const struct pci_device_ops vp_pci_ops = {
@@ -578,8 +586,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	memset(vp, 0, sizeof(*vp));
 	if (nq == 0 || nq > VIRTIO_MAX_QUEUES || ops->queue_max == 0 || ops->config_size > 0x1000)
 		return -EINVAL;
-	pthread_mutex_init(&vp->lock, NULL);
-	pthread_mutex_init(&vp->isr_lock, NULL);
+	lock_init(&vp->lock, "virtio-pci config", LOCK_RANK_VIRTIO_CONFIG);
+	lock_init(&vp->isr_lock, "virtio-pci ISR", LOCK_RANK_VIRTIO_ISR);
 	dev->num_queues = nq;
 	vp->nq = nq;
 	vp->dev = dev;
@@ -599,7 +607,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	vp->pci.ops = &vp_pci_ops;
 	vp->pci.opaque = vp;
 	for (unsigned i = 0; i < nq; i++) {
-		pthread_mutex_init(&vp->queues[i].lock, NULL);
+		lock_init(&vp->queues[i].lock, "virtio queue", LOCK_RANK_VIRTIO_QUEUE);
 		atomic_store(&vp->queues[i].last_vector, VIRTIO_PCI_LAST_NONE);
 		vp->queues[i].owner = vp;
 		vp->queues[i].index = i;
@@ -647,9 +655,9 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 			msix_pba_offset(nvec), msix_hidden);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&vp->lock);
+	lock_take(&vp->lock);
 	vp_reset_locked(vp);
-	pthread_mutex_unlock(&vp->lock);
+	lock_release(&vp->lock);
 	return 0;
 }
 

@@ -25,6 +25,8 @@
 #ifndef DEVICES_VIRTIO_PCI_H
 #define DEVICES_VIRTIO_PCI_H
 
+#include "vmm/base/lock.h"
+
 #include "msix.h"
 #include "pci.h"
 #include "virtio.h"
@@ -59,7 +61,7 @@ struct virtio_host {
 };
 
 struct virtio_pci_queue {
-	pthread_mutex_t lock; /* the queue's ring and the device's state for it */
+	struct vmm_lock lock; /* the queue's ring and the device's state for it */
 	/* Written under the configuration lock (msix_vector and enabled also
 	 * under this queue's lock, which is what the hot path holds). */
 	uint16_t size, msix_vector;
@@ -82,7 +84,7 @@ struct virtio_pci {
 	struct virtio_dev *dev;
 	struct virtio_host host;
 	const struct guest_mem *mem;
-	pthread_mutex_t lock; /* configuration; taken once at each entry point */
+	struct vmm_lock lock; /* configuration; taken once at each entry point */
 	unsigned nq;	      /* the device's queues */
 	uint64_t device_features;
 	uint32_t device_feature_select, driver_feature_select;
@@ -92,7 +94,7 @@ struct virtio_pci {
 	_Atomic uint8_t status; /* without NEEDS_RESET, which is needs_reset */
 	_Atomic uint8_t config_generation;
 	atomic_bool needs_reset;
-	pthread_mutex_t isr_lock; /* isr and the INTx level */
+	struct vmm_lock isr_lock; /* isr and the INTx level */
 	uint8_t isr;
 	struct virtio_pci_queue queues[VIRTIO_MAX_QUEUES];
 	uint8_t cfg_cap; /* config offset of the PCI-configuration-access cap */

@@ -41,7 +41,7 @@ struct irq_intx_source *irq_intx_attach(struct irq_router *r, uint32_t gsi, cons
 		return NULL;
 	struct irq_intx_pin *p = &r->pins[gsi - IRQ_INTX_FIRST];
 	struct irq_intx_source *s = NULL;
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	if (p->nsharers < IRQ_INTX_MAX_SHARERS && intx_pin_prepare(r, p) == 0) {
 		s = calloc(1, sizeof(*s));
 		if (s) {
@@ -49,7 +49,7 @@ struct irq_intx_source *irq_intx_attach(struct irq_router *r, uint32_t gsi, cons
 			p->sharers[p->nsharers++] = s;
 		}
 	}
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 	return s;
 }
 
@@ -85,14 +85,14 @@ void irq_intx_set(struct irq_intx_source *s, int level)
 {
 	struct irq_router *r = s->router;
 	struct irq_intx_pin *p = s->pin;
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	int was = p->levels != 0;
 	if (level)
 		p->levels |= 1u << s->bit;
 	else
 		p->levels &= ~(1u << s->bit);
 	intx_pin_drive(r, p, was, p->levels != 0);
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 }
 
 void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index)
@@ -109,7 +109,7 @@ void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index)
 	for (unsigned i = 0; i < p->nsharers; i++)
 		if (p->sharers[i]->resample)
 			p->sharers[i]->resample(p->sharers[i]->resample_ctx);
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	if (p->levels) {
 		uint64_t one = 1;
 		if (write(p->irqfd, &one, sizeof(one)) == sizeof(one)) {
@@ -119,5 +119,5 @@ void irq_intx_handle_resample(struct irq_router *r, unsigned pin_index)
 			atomic_fetch_add(&p->stats.errors, 1);
 		}
 	}
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 }

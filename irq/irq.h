@@ -17,6 +17,8 @@
 #ifndef IRQ_IRQ_H
 #define IRQ_IRQ_H
 
+#include "vmm/base/lock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -76,7 +78,7 @@ struct irq_line {
 	uint32_t gsi;
 	const char *owner;
 	int level;
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	struct irq_counters stats;
 };
 
@@ -129,7 +131,7 @@ struct irq_router {
 	void *ctx;
 	enum irq_msi_delivery msi_mode;
 	enum irq_intx_delivery intx_mode;
-	pthread_mutex_t lock; /* MSI masks/pending/routes and INTx levels */
+	struct vmm_lock lock; /* MSI masks/pending/routes and INTx levels */
 	struct irq_line lines[IRQ_ISA_LINES];
 	unsigned char claimed[IRQ_ISA_LINES];
 	struct irq_intx_pin pins[IRQ_INTX_PINS];

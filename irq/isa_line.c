@@ -18,13 +18,13 @@ struct irq_line *irq_line_claim(struct irq_router *r, uint32_t gsi, const char *
 void irq_line_set(struct irq_line *l, int level)
 {
 	level = !!level;
-	pthread_mutex_lock(&l->lock);
+	lock_take(&l->lock);
 	if (l->level != level) {
 		/* Under the lock, so the sink sees transitions in order; a refused
 		 * change is not recorded, so the next call retries it. */
 		if (l->router->ops->set_line(l->router->ctx, l->gsi, level) < 0) {
 			atomic_fetch_add(&l->stats.errors, 1);
-			pthread_mutex_unlock(&l->lock);
+			lock_release(&l->lock);
 			return;
 		}
 		l->level = level;
@@ -35,5 +35,5 @@ void irq_line_set(struct irq_line *l, int level)
 			atomic_fetch_add(&l->stats.deasserts, 1);
 		}
 	}
-	pthread_mutex_unlock(&l->lock);
+	lock_release(&l->lock);
 }

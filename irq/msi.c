@@ -79,12 +79,12 @@ struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owne
 	v->masked = true; /* PCI 3.0 6.8.2.9: every entry masked at reset */
 	v->eventfd = -1;
 	snprintf(v->name, sizeof(v->name), "%s vector %u", owner, index);
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	if (r->nvectors == r->cap) {
 		unsigned cap = r->cap ? r->cap * 2 : 64;
 		struct irq_msi_vector **nv = realloc(r->vectors, cap * sizeof(*nv));
 		if (!nv) {
-			pthread_mutex_unlock(&r->lock);
+			lock_release(&r->lock);
 			free(v);
 			return NULL;
 		}
@@ -92,7 +92,7 @@ struct irq_msi_vector *irq_msi_vector_new(struct irq_router *r, const char *owne
 		r->cap = cap;
 	}
 	r->vectors[r->nvectors++] = v;
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 	return v;
 }
 
@@ -178,13 +178,14 @@ static void msi_deliver(struct irq_msi_vector *v)
 
 void irq_routes_begin(struct irq_router *r)
 {
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 }
 
 void irq_msi_route_update_locked(struct irq_msi_vector *v, uint64_t addr, uint32_t data,
 				 bool masked)
 {
 	struct irq_router *r = v->router;
+	lock_assert_held(&r->lock);
 	v->addr = addr;
 	v->data = data;
 	v->masked = masked;
@@ -203,6 +204,7 @@ void irq_msi_route_update_locked(struct irq_msi_vector *v, uint64_t addr, uint32
 void irq_routes_commit(struct irq_router *r)
 {
 	int sent = 0;
+	lock_assert_held(&r->lock); /* taken by irq_routes_begin, on this thread */
 	if (r->nstaged)
 		sent = msi_send_routes(r);
 	for (unsigned i = 0; i < r->nvectors && (r->nstaged || r->ndeliver); i++) {
@@ -229,7 +231,7 @@ void irq_routes_commit(struct irq_router *r)
 			}
 		}
 	}
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 }
 
 void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data, bool masked)
@@ -242,7 +244,7 @@ void irq_msi_route_update(struct irq_msi_vector *v, uint64_t addr, uint32_t data
 void irq_msi_fire(struct irq_msi_vector *v)
 {
 	struct irq_router *r = v->router;
-	pthread_mutex_lock(&r->lock);
+	lock_take(&r->lock);
 	if (v->masked) {
 		/* Every masked fire counts; the PBA holds one bit however many. */
 		atomic_fetch_add(&v->stats.pended, 1);
@@ -250,13 +252,13 @@ void irq_msi_fire(struct irq_msi_vector *v)
 	} else {
 		msi_deliver(v);
 	}
-	pthread_mutex_unlock(&r->lock);
+	lock_release(&r->lock);
 }
 
 bool irq_msi_pending(struct irq_msi_vector *v)
 {
-	pthread_mutex_lock(&v->router->lock);
+	lock_take(&v->router->lock);
 	bool p = v->pending;
-	pthread_mutex_unlock(&v->router->lock);
+	lock_release(&v->router->lock);
 	return p;
 }

@@ -12,11 +12,11 @@ void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void 
 	r->ops = ops;
 	r->ctx = ctx;
 	r->next_gsi = IRQ_MSI_FIRST_GSI;
-	pthread_mutex_init(&r->lock, NULL);
+	lock_init(&r->lock, "interrupt router", LOCK_RANK_IRQ_ROUTER);
 	for (uint32_t i = 0; i < IRQ_ISA_LINES; i++) {
 		r->lines[i].router = r;
 		r->lines[i].gsi = i;
-		pthread_mutex_init(&r->lines[i].lock, NULL);
+		lock_init(&r->lines[i].lock, "ISA line", LOCK_RANK_ISA_LINE);
 	}
 	for (uint32_t i = 0; i < IRQ_INTX_PINS; i++) {
 		r->pins[i].gsi = IRQ_INTX_FIRST + i;

@@ -13,7 +13,7 @@
 void console_open(struct console *c)
 {
 	memset(c, 0, sizeof(*c));
-	pthread_mutex_init(&c->out_lock, NULL);
+	lock_init(&c->out_lock, "console output", LOCK_RANK_CONSOLE_OUT);
 	c->out_fd = STDOUT_FILENO;
 	c->in_fd = STDIN_FILENO;
 	if (fcntl(c->in_fd, F_GETFD) < 0)
@@ -68,6 +68,7 @@ void console_close(struct console *c)
 /* True the first time the whole panic text has gone by. out_lock held. */
 static bool console_watch_locked(struct console *c, uint8_t ch)
 {
+	lock_assert_held(&c->out_lock);
 	static const char text[] = CONSOLE_PANIC_TEXT;
 	/* The text's first letter occurs nowhere else in it, so on a mismatch
 	 * the only possible restart is at that letter. */
@@ -83,6 +84,7 @@ static bool console_watch_locked(struct console *c, uint8_t ch)
 
 static void console_write_locked(struct console *c, const uint8_t *buf, size_t len)
 {
+	lock_assert_held(&c->out_lock);
 	if (len)
 		c->mid_line = buf[len - 1] != '\n';
 	while (len > 0 && c->out_fd >= 0) {
@@ -101,11 +103,11 @@ void console_output(void *ctx, const uint8_t *buf, size_t len)
 {
 	struct console *c = ctx;
 	bool panic = false;
-	pthread_mutex_lock(&c->out_lock);
+	lock_take(&c->out_lock);
 	for (size_t i = 0; i < len; i++)
 		panic |= console_watch_locked(c, buf[i]);
 	console_write_locked(c, buf, len);
-	pthread_mutex_unlock(&c->out_lock);
+	lock_release(&c->out_lock);
 	/* Outside the lock: the panic handler logs, and a log line asks for
 	 * console_fresh_line(). */
 	if (panic && c->on_panic)
@@ -114,10 +116,10 @@ void console_output(void *ctx, const uint8_t *buf, size_t len)
 
 bool console_fresh_line(struct console *c)
 {
-	pthread_mutex_lock(&c->out_lock);
+	lock_take(&c->out_lock);
 	bool open_line = c->mid_line && c->out_shared;
 	c->mid_line = c->mid_line && !open_line;
-	pthread_mutex_unlock(&c->out_lock);
+	lock_release(&c->out_lock);
 	return open_line;
 }
 

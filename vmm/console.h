@@ -8,6 +8,8 @@
 #ifndef VMM_CONSOLE_H
 #define VMM_CONSOLE_H
 
+#include "vmm/base/lock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -30,7 +32,7 @@ struct console {
 	/* Guest output comes from vCPU threads (UART) and the I/O thread
 	 * (virtio-console): one writer at a time, so the panic watch and the
 	 * line state see one stream. */
-	pthread_mutex_t out_lock;
+	struct vmm_lock out_lock;
 	bool mid_line;	      /* the last byte out was not a newline */
 	bool out_shared;      /* guest output and the log go to one place */
 	unsigned panic_match; /* bytes of CONSOLE_PANIC_TEXT matched so far */

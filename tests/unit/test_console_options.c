@@ -22,7 +22,7 @@ static struct console con;
 static void con_setup(void)
 {
 	memset(&con, 0, sizeof(con));
-	pthread_mutex_init(&con.out_lock, NULL);
+	lock_init(&con.out_lock, "console output", LOCK_RANK_CONSOLE_OUT);
 	con.out_fd = -1;
 	con.in_fd = -1;
 	con.in_tty = true;
@@ -130,7 +130,7 @@ static void panic_setup(void)
 	int p[2];
 	ck_assert_int_eq(pipe(p), 0);
 	memset(&con, 0, sizeof(con));
-	pthread_mutex_init(&con.out_lock, NULL);
+	lock_init(&con.out_lock, "console output", LOCK_RANK_CONSOLE_OUT);
 	con.out_fd = p[1];
 	con.in_fd = -1;
 	con.on_panic = on_panic;

@@ -11,15 +11,15 @@ void bus_init(struct bus *b, const char *name, struct log *log)
 	memset(b, 0, sizeof(*b));
 	b->name = name;
 	b->log = log;
-	pthread_rwlock_init(&b->lock, NULL);
-	pthread_mutex_init(&b->unclaimed_lock, NULL);
+	rwlock_init(&b->lock, "bus ranges", LOCK_RANK_BUS);
+	lock_init(&b->unclaimed_lock, "bus unclaimed counter", LOCK_RANK_BUS_UNCLAIMED);
 }
 
 void bus_destroy(struct bus *b)
 {
 	free(b->ranges);
-	pthread_rwlock_destroy(&b->lock);
-	pthread_mutex_destroy(&b->unclaimed_lock);
+	rwlock_destroy(&b->lock);
+	lock_destroy(&b->unclaimed_lock);
 	b->ranges = NULL;
 	b->nranges = b->cap = 0;
 }
@@ -45,7 +45,7 @@ int bus_register(struct bus *b, uint64_t base, uint64_t len, bus_read_fn read, b
 	int ret = 0;
 	if (len == 0 || base + (len - 1) < base)
 		return -EINVAL;
-	pthread_rwlock_wrlock(&b->lock);
+	rwlock_write(&b->lock);
 	unsigned i = bus_lower_bound(b, base);
 	if (i < b->nranges && b->ranges[i].base <= base + (len - 1)) {
 		ret = -EEXIST;
@@ -65,14 +65,14 @@ int bus_register(struct bus *b, uint64_t base, uint64_t len, bus_read_fn read, b
 	b->ranges[i] = (struct bus_range){base, len, read, write, opaque};
 	b->nranges++;
 out:
-	pthread_rwlock_unlock(&b->lock);
+	rwlock_release(&b->lock);
 	return ret;
 }
 
 int bus_unregister(struct bus *b, uint64_t base, void *opaque)
 {
 	int ret = -ENOENT;
-	pthread_rwlock_wrlock(&b->lock);
+	rwlock_write(&b->lock);
 	unsigned i = bus_lower_bound(b, base);
 	if (i < b->nranges && b->ranges[i].base == base && b->ranges[i].opaque == opaque) {
 		memmove(&b->ranges[i], &b->ranges[i + 1],
@@ -80,14 +80,14 @@ int bus_unregister(struct bus *b, uint64_t base, void *opaque)
 		b->nranges--;
 		ret = 0;
 	}
-	pthread_rwlock_unlock(&b->lock);
+	rwlock_release(&b->lock);
 	return ret;
 }
 
 static void bus_note_unclaimed(struct bus *b, uint64_t addr, unsigned len, bool write)
 {
 	bool first = true;
-	pthread_mutex_lock(&b->unclaimed_lock);
+	lock_take(&b->unclaimed_lock);
 	for (unsigned i = 0; i < b->nunclaimed; i++)
 		if (b->unclaimed_seen[i] == addr)
 			first = false;
@@ -95,7 +95,7 @@ static void bus_note_unclaimed(struct bus *b, uint64_t addr, unsigned len, bool 
 		b->unclaimed_seen[b->nunclaimed++] = addr;
 	else
 		first = false;
-	pthread_mutex_unlock(&b->unclaimed_lock);
+	lock_release(&b->unclaimed_lock);
 	if (first)
 		log_debug(b->log, "%s: unclaimed %u-byte %s at 0x%llx (logged once per address)",
 			  b->name, len, write ? "write" : "read", (unsigned long long)addr);
@@ -121,11 +121,11 @@ static const struct bus_range *bus_find(const struct bus *b, uint64_t addr, unsi
  */
 static bool bus_lookup(struct bus *b, uint64_t addr, unsigned len, struct bus_range *out)
 {
-	pthread_rwlock_rdlock(&b->lock);
+	rwlock_read(&b->lock);
 	const struct bus_range *r = bus_find(b, addr, len);
 	if (r)
 		*out = *r;
-	pthread_rwlock_unlock(&b->lock);
+	rwlock_release(&b->lock);
 	return r != NULL;
 }
 

@@ -6,6 +6,8 @@
 #ifndef VMM_BUS_H
 #define VMM_BUS_H
 
+#include "lock.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,11 +29,11 @@ struct bus_range {
 
 struct bus {
 	const char *name; /* "pio" or "mmio", for messages */
-	pthread_rwlock_t lock;
+	struct vmm_rwlock lock;
 	struct bus_range *ranges; /* sorted by base, disjoint */
 	unsigned nranges, cap;
 	struct log *log;
-	pthread_mutex_t unclaimed_lock;
+	struct vmm_lock unclaimed_lock;
 	uint64_t unclaimed_seen[BUS_UNCLAIMED_LOG_MAX];
 	unsigned nunclaimed;
 };

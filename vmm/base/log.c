@@ -8,7 +8,7 @@ void log_init(struct log *l, enum log_level level, FILE *out)
 	l->out = out;
 	l->crlf = 0;
 	l->needs_break = NULL;
-	pthread_mutex_init(&l->lock, NULL);
+	lock_init(&l->lock, "log", LOCK_RANK_LOG);
 }
 
 static void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_list ap);
@@ -41,12 +41,12 @@ static void log_vmsg(struct log *l, enum log_level level, const char *fmt, va_li
 	if (!l || level > l->level || !l->out)
 		return;
 	bool brk = l->needs_break && l->needs_break(l->needs_break_ctx);
-	pthread_mutex_lock(&l->lock);
+	lock_take(&l->lock);
 	if (brk)
 		fputs(l->crlf ? "\r\n" : "\n", l->out);
 	fprintf(l->out, "vmm: %s: ", names[level]);
 	vfprintf(l->out, fmt, ap);
 	fputs(l->crlf ? "\r\n" : "\n", l->out);
 	fflush(l->out);
-	pthread_mutex_unlock(&l->lock);
+	lock_release(&l->lock);
 }

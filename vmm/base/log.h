@@ -2,6 +2,8 @@
 #ifndef VMM_LOG_H
 #define VMM_LOG_H
 
+#include "lock.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@ struct log {
 	enum log_level level;
 	FILE *out;
 	int crlf; /* set while the terminal is raw: end lines with \r\n */
-	pthread_mutex_t lock;
+	struct vmm_lock lock;
 	/* Asked before each message: true when it must start with a line
 	 * break (the guest's console left a line open on the same terminal).
 	 * May be NULL. */
