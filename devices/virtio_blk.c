@@ -377,6 +377,10 @@ void virtio_blk_destroy(struct virtio_blk *b)
 	for (unsigned i = 0; i < VIRTIO_BLK_MAX_QUEUES; i++) {
 		struct virtio_blk_queue *bq = &b->queues[i];
 		if (bq->ring_ready) {
+			/* A machine that ran has stopped its queues on their loops
+			 * (virtio_blk_queue_quiesce, an on-stop hook): nothing is in
+			 * flight and this returns at once. A harness that destroys
+			 * a disk it drove itself still gets its requests ended. */
 			blk_queue_drain(bq);
 			io_uring_queue_exit(&bq->ring);
 			bq->ring_ready = false;

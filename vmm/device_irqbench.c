@@ -105,7 +105,8 @@ static void *irqbench_create(struct vm *vm, const struct device_spec *spec, cons
 	}
 	if (p->samples && file_check_writable("--device irqbench samples=", p->samples, e))
 		goto fail;
-	if (vm_watch_call_fd(vm, b->dev.timer_fd, irqbench_timer_ready, &b->dev) < 0) {
+	if (event_loop_watch(&vm->loop, b->dev.timer_fd, false, irqbench_timer_ready, &b->dev) <
+	    0) {
 		err_set(e, ERR_HOST, "%s: cannot watch its timer", name);
 		goto fail;
 	}

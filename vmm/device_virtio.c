@@ -39,7 +39,8 @@ static int vm_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool assi
 static int vm_virtio_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg), void *arg)
 {
 	struct virtio_instance *v = ctx;
-	return vm_watch_on(v->vm, q < VIRTIO_MAX_QUEUES ? v->loop[q] : 0, fd, false, ready, arg);
+	return event_loop_watch(vm_loop(v->vm, q < VIRTIO_MAX_QUEUES ? v->loop[q] : 0), fd, false,
+				ready, arg);
 }
 
 static struct virtio_instance *virtio_instance_new(struct vm *vm, struct err *e)
@@ -177,9 +178,10 @@ static void *blk_create(struct vm *vm, const struct device_spec *spec, const cha
 	/* A queue's notifications and its completions on one loop. */
 	virtio_assign_loops(vm, v->loop, p->queues);
 	for (unsigned q = 0; q < p->queues; q++)
-		if (vm_watch_on(vm, v->loop[q], v->blk.queues[q].completion_fd, false,
-				blk_completions_ready, &v->blk.queues[q]) < 0 ||
-		    vm_on_loop_stop(vm, v->loop[q], blk_queue_stopping, &v->blk.queues[q]) < 0) {
+		if (event_loop_watch(vm_loop(vm, v->loop[q]), v->blk.queues[q].completion_fd, false,
+				     blk_completions_ready, &v->blk.queues[q]) < 0 ||
+		    event_loop_on_stop(vm_loop(vm, v->loop[q]), blk_queue_stopping,
+				       &v->blk.queues[q]) < 0) {
 			err_set(e, ERR_HOST, "%s: cannot watch its completions", name);
 			goto fail;
 		}
@@ -303,8 +305,8 @@ static void *net_create(struct vm *vm, const struct device_spec *spec, const cha
 		v->loop[q] = pair_loop[q / 2 < p->queues ? q / 2 : 0];
 	for (unsigned i = 0; i < p->queues; i++)
 		/* Edge-triggered: without receive buffers the tap stays readable. */
-		if (vm_watch_on(vm, pair_loop[i], v->net.pairs[i].tap_fd, true, net_tap_ready,
-				&v->net.pairs[i]) < 0) {
+		if (event_loop_watch(vm_loop(vm, pair_loop[i]), v->net.pairs[i].tap_fd, true,
+				     net_tap_ready, &v->net.pairs[i]) < 0) {
 			err_set(e, ERR_HOST, "%s: cannot watch its tap", name);
 			goto fail;
 		}

@@ -59,10 +59,7 @@ void vm_request_stop(struct vm *vm, int code, const char *why)
 	}
 	if (atomic_compare_exchange_strong(&vm->exit_code, &expected, code)) {
 		snprintf(vm->stop_why, sizeof(vm->stop_why), "%s", why);
-		uint64_t one = 1;
-		if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
-			/* the counter cannot overflow here; nothing to do */
-		}
+		event_loop_request_stop(&vm->loop);
 	}
 	atomic_store(&vm->stopping, true);
 }
@@ -229,58 +226,11 @@ static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *featur
 	return 0;
 }
 
-static int vm_watch_add(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w),
-			void *ctx, unsigned index, void (*call)(void *arg), bool edge)
-{
-	if (vm->nwatches == VM_MAX_WATCHES)
-		return -ENOSPC;
-	struct vm_watch *w = &vm->watches[vm->nwatches];
-	*w = (struct vm_watch){fd, ready, ctx, index, call, edge};
-	struct epoll_event ev = {.events = EPOLLIN | (edge ? EPOLLET : 0), .data.ptr = w};
-	if (epoll_ctl(vm->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
-		return -errno;
-	vm->nwatches++;
-	return 0;
-}
-
-static void vm_watch_call(struct vm *vm, struct vm_watch *w)
-{
-	(void)vm;
-	w->call(w->ctx);
-}
-
-int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg)
-{
-	return vm_watch_add(vm, fd, vm_watch_call, arg, 0, call, false);
-}
-
-int vm_watch_call_fd_edge(struct vm *vm, int fd, void (*call)(void *arg), void *arg)
-{
-	return vm_watch_add(vm, fd, vm_watch_call, arg, 0, call, true);
-}
-
-int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
-		unsigned index)
-{
-	return vm_watch_add(vm, fd, ready, ctx, index, NULL, false);
-}
-
-int vm_watch_on(struct vm *vm, unsigned loop, int fd, bool edge, void (*call)(void *arg), void *arg)
+struct event_loop *vm_loop(struct vm *vm, unsigned loop)
 {
 	if (loop == 0)
-		return vm_watch_add(vm, fd, vm_watch_call, arg, 0, call, edge);
-	if (loop > vm->nio_threads)
-		return -EINVAL;
-	return io_thread_watch(&vm->io_threads[loop - 1], fd, edge, call, arg);
-}
-
-int vm_on_loop_stop(struct vm *vm, unsigned loop, void (*fn)(void *arg), void *arg)
-{
-	if (loop == 0)
-		return 0;
-	if (loop > vm->nio_threads)
-		return -EINVAL;
-	return io_thread_on_stop(&vm->io_threads[loop - 1], fn, arg);
+		return &vm->loop;
+	return loop <= vm->nio_threads ? &vm->io_threads[loop - 1].loop : NULL;
 }
 
 unsigned vm_io_loop_next(struct vm *vm)
@@ -318,9 +268,10 @@ static int vm_setup_io_threads(struct vm *vm, struct err *e)
 		if (n > VMM_MAX_IO_THREADS)
 			n = VMM_MAX_IO_THREADS;
 	}
+	struct io_thread_env env = {&vm->log, o->seccomp_off ? NULL : &vm->seccomp, vm->ctl};
 	for (unsigned i = 0; i < n; i++) {
 		vm->nio_threads++; /* a half-made one is destroyed too */
-		if (io_thread_init(&vm->io_threads[i], vm, i + 1, e))
+		if (io_thread_init(&vm->io_threads[i], &env, i + 1, e))
 			return -1;
 	}
 	if (n)
@@ -333,43 +284,41 @@ static void vm_drain_fd(int fd)
 {
 	uint64_t count;
 	if (read(fd, &count, sizeof(count)) < 0) {
-		/* nonblocking eventfd, or a timerfd that has not fired */
+		/* nonblocking: a timerfd that has not fired */
 	}
 }
 
-static void vm_on_wake(struct vm *vm, struct vm_watch *w)
+static void vm_on_timeout(void *arg)
 {
-	(void)vm;
-	vm_drain_fd(w->fd);
-}
-
-static void vm_on_timeout(struct vm *vm, struct vm_watch *w)
-{
-	vm_drain_fd(w->fd);
+	struct vm *vm = arg;
+	vm_drain_fd(vm->timeout_fd);
 	vm_request_stop(vm, EXIT_TIMEOUT, "--timeout expired");
 }
 
-static void vm_on_panic_grace(struct vm *vm, struct vm_watch *w)
+static void vm_on_panic_grace(void *arg)
 {
-	vm_drain_fd(w->fd);
+	struct vm *vm = arg;
+	vm_drain_fd(vm->panic_fd);
 	vm_request_stop(vm, EXIT_GUEST_CRASH, "kernel panic seen on the console");
 }
 
-static void vm_on_signal(struct vm *vm, struct vm_watch *w)
+static void vm_on_signal(void *arg)
 {
+	struct vm *vm = arg;
 	struct signalfd_siginfo si;
-	if (read(w->fd, &si, sizeof(si)) == sizeof(si))
+	if (read(vm->signal_fd, &si, sizeof(si)) == sizeof(si))
 		vm_request_stop(vm, EXIT_INTERRUPTED,
 				si.ssi_signo == SIGINT	  ? "SIGINT"
 				: si.ssi_signo == SIGTERM ? "SIGTERM"
 							  : "SIGHUP");
 }
 
-static void vm_on_console(struct vm *vm, struct vm_watch *w);
+static void vm_on_console(void *arg);
 
-static void vm_on_resample(struct vm *vm, struct vm_watch *w)
+static void vm_on_resample(void *arg)
 {
-	irq_intx_handle_resample(&vm->irq, w->index);
+	struct vm_resample *r = arg;
+	irq_intx_handle_resample(r->irq, r->pin);
 }
 
 /* What the main loop serves once the devices exist: INTx resamples and
@@ -377,15 +326,18 @@ static void vm_on_resample(struct vm *vm, struct vm_watch *w)
 static int vm_watch_devices(struct vm *vm, struct err *e)
 {
 	int ret = 0;
-	for (unsigned i = 0; !ret && i < IRQ_INTX_PINS; i++)
+	for (unsigned i = 0; !ret && i < IRQ_INTX_PINS; i++) {
+		vm->resample[i] = (struct vm_resample){&vm->irq, i};
 		if (vm->irq.pins[i].resamplefd >= 0)
-			ret = vm_watch_fd(vm, vm->irq.pins[i].resamplefd, vm_on_resample, NULL, i);
+			ret = event_loop_watch(&vm->loop, vm->irq.pins[i].resamplefd, false,
+					       vm_on_resample, &vm->resample[i]);
+	}
 	if (ret)
 		return err_set(e, ERR_HOST, "cannot watch the INTx resample fds: %s",
 			       strerror(-ret));
 	/* A regular file or /dev/null cannot be polled: no input then. */
 	if (vm->console.in_fd >= 0 &&
-	    vm_watch_fd(vm, vm->console.in_fd, vm_on_console, NULL, 0) < 0)
+	    event_loop_watch(&vm->loop, vm->console.in_fd, false, vm_on_console, vm) < 0)
 		vm->console.in_fd = -1;
 	return 0;
 }
@@ -393,8 +345,8 @@ static int vm_watch_devices(struct vm *vm, struct err *e)
 static int vm_setup_loop(struct vm *vm, struct err *e)
 {
 	sigset_t sigs;
-	vm->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	vm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (event_loop_init(&vm->loop, "main", e))
+		return -1;
 	vm->timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	vm->panic_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	sigemptyset(&sigs);
@@ -402,16 +354,13 @@ static int vm_setup_loop(struct vm *vm, struct err *e)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
 	vm->signal_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (vm->epoll_fd < 0 || vm->wake_fd < 0 || vm->timeout_fd < 0 || vm->panic_fd < 0 ||
-	    vm->signal_fd < 0)
+	if (vm->timeout_fd < 0 || vm->panic_fd < 0 || vm->signal_fd < 0)
 		return err_set(e, ERR_HOST, "cannot set up the event loop: %s", strerror(errno));
-	int ret = vm_watch_fd(vm, vm->wake_fd, vm_on_wake, NULL, 0);
+	int ret = event_loop_watch(&vm->loop, vm->timeout_fd, false, vm_on_timeout, vm);
 	if (!ret)
-		ret = vm_watch_fd(vm, vm->timeout_fd, vm_on_timeout, NULL, 0);
+		ret = event_loop_watch(&vm->loop, vm->panic_fd, false, vm_on_panic_grace, vm);
 	if (!ret)
-		ret = vm_watch_fd(vm, vm->panic_fd, vm_on_panic_grace, NULL, 0);
-	if (!ret)
-		ret = vm_watch_fd(vm, vm->signal_fd, vm_on_signal, NULL, 0);
+		ret = event_loop_watch(&vm->loop, vm->signal_fd, false, vm_on_signal, vm);
 	if (ret)
 		return err_set(e, ERR_HOST, "cannot set up the event loop: %s", strerror(-ret));
 	if (vm->opts->timeout_s > 0) {
@@ -432,7 +381,8 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	vm->opts = o;
 	vm->start_ns = start_ns;
 	vm->kvm.dev_fd = vm->kvm.vm_fd = -1;
-	vm->wake_fd = vm->epoll_fd = vm->signal_fd = vm->timeout_fd = vm->panic_fd = -1;
+	vm->loop.epoll_fd = vm->loop.stop_fd = -1;
+	vm->signal_fd = vm->timeout_fd = vm->panic_fd = -1;
 	vm->smaps_fd = -1;
 	atomic_init(&vm->exit_code, -1);
 	log_init(&vm->log,
@@ -495,8 +445,9 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	return vm_write_outputs(vm, e);
 }
 
-static void vm_on_console(struct vm *vm, struct vm_watch *w)
+static void vm_on_console(void *arg)
 {
+	struct vm *vm = arg;
 	uint8_t buf[CONSOLE_INPUT_MAX];
 	size_t n;
 	enum console_input_result r = console_read_input(&vm->console, buf, sizeof(buf), &n);
@@ -509,27 +460,8 @@ static void vm_on_console(struct vm *vm, struct vm_watch *w)
 	if (r == CONSOLE_INPUT_QUIT) {
 		vm_request_stop(vm, EXIT_INTERRUPTED, "Ctrl-A x on the console");
 	} else if (r == CONSOLE_INPUT_EOF) {
-		epoll_ctl(vm->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+		event_loop_unwatch(&vm->loop, vm->console.in_fd);
 		vm->console.in_fd = -1; /* end of input; the guest keeps running */
-	}
-}
-
-static void vm_event_loop(struct vm *vm)
-{
-	struct epoll_event evs[16];
-	while (atomic_load(&vm->exit_code) < 0) {
-		int n = epoll_wait(vm->epoll_fd, evs, 16, -1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			log_error(&vm->log, "epoll_wait failed: %s", strerror(errno));
-			vm_request_stop(vm, EXIT_HOST, "event loop failure");
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			struct vm_watch *w = evs[i].data.ptr;
-			w->ready(vm, w);
-		}
 	}
 }
 
@@ -598,16 +530,21 @@ int vm_run(struct vm *vm, struct err *e)
 			vm_request_stop(vm, EXIT_HOST, "seccomp failed");
 		}
 	}
-	vm_event_loop(vm);
+	struct err loop_err = {0};
+	if (event_loop_run(&vm->loop, &loop_err)) {
+		log_error(&vm->log, "%s", loop_err.msg);
+		vm_request_stop(vm, EXIT_HOST, "event loop failure");
+	}
 	atomic_store(&vm->stopping, true);
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		vcpu_kick(&vm->vcpus[i]);
 	for (unsigned i = 0; i < vm->nvcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
-	/* No vCPU notifies any more: the I/O threads stop, each waiting for
-	 * its disk queues' requests still in flight before it exits (joined
-	 * at teardown, so the report comes first, as for the main thread's
-	 * disks). */
+	/* No vCPU notifies any more: every loop stops the same way, running
+	 * its on-stop hooks on its own thread (a disk queue waits there for its
+	 * requests still in flight): each I/O thread's as it exits (joined at
+	 * teardown), the main loop's after the report, so the report comes
+	 * first whatever a backend still holds. */
 	for (unsigned i = 0; i < vm->nio_threads; i++)
 		io_thread_request_stop(&vm->io_threads[i]);
 	console_restore(&vm->console);
@@ -619,6 +556,7 @@ int vm_run(struct vm *vm, struct err *e)
 		for (unsigned i = 0; i < vm->nvcpus; i++)
 			vcpu_dump_where(&vm->vcpus[i]);
 	vm_report(vm, code);
+	event_loop_finish(&vm->loop);
 	return code;
 }
 
@@ -631,7 +569,8 @@ void vm_destroy(struct vm *vm)
 	/* Only what exists: a failure before the vCPUs leaves none to close. */
 	for (unsigned i = 0; i < vm->vcpus_created; i++)
 		vcpu_destroy(&vm->vcpus[i]);
-	int fds[] = {vm->wake_fd, vm->epoll_fd, vm->signal_fd, vm->timeout_fd, vm->panic_fd};
+	event_loop_destroy(&vm->loop);
+	int fds[] = {vm->signal_fd, vm->timeout_fd, vm->panic_fd};
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

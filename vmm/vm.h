@@ -43,19 +43,8 @@
 #define VM_MAX_VCPUS VMM_MAX_VCPUS
 /* After "Kernel panic - not syncing", let the trace print, then stop. */
 #define VM_PANIC_GRACE_S 10
-#define VM_MAX_WATCHES	 64
 
 struct vm;
-
-/* A file descriptor the main loop serves. */
-struct vm_watch {
-	int fd;
-	void (*ready)(struct vm *vm, struct vm_watch *w);
-	void *ctx;
-	unsigned index;
-	void (*call)(void *arg); /* vm_watch_call_fd: ready() calls call(ctx) */
-	bool edge;		 /* EPOLLET: the handler drains what it can */
-};
 
 struct vm {
 	const struct vm_options *opts;
@@ -94,9 +83,14 @@ struct vm {
 	char stop_why[160];
 	atomic_bool stopping;
 	atomic_uint_fast64_t first_run_ns;
-	int wake_fd, epoll_fd, signal_fd, timeout_fd, panic_fd;
-	struct vm_watch watches[VM_MAX_WATCHES];
-	unsigned nwatches;
+	/* The main thread's loop: signals, --timeout, the panic grace timer,
+	 * console input, INTx resamples, and every queue no I/O thread owns. */
+	struct event_loop loop;
+	int signal_fd, timeout_fd, panic_fd;
+	struct vm_resample {
+		struct irq_router *irq;
+		unsigned pin;
+	} resample[IRQ_INTX_PINS];
 	/* --io-threads: loop k (1..nio_threads) is io_threads[k - 1]; loop 0
 	 * is the main thread. */
 	struct io_thread io_threads[VMM_MAX_IO_THREADS];
@@ -113,18 +107,8 @@ void vm_destroy(struct vm *vm);
 void vm_request_stop(struct vm *vm, int exit_code, const char *why);
 bool vm_stopping(struct vm *vm);
 void vm_note_first_run(struct vm *vm);
-/* The main loop calls ready() whenever fd is readable. */
-int vm_watch_call_fd(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
-int vm_watch_call_fd_edge(struct vm *vm, int fd, void (*call)(void *arg), void *arg);
-int vm_watch_fd(struct vm *vm, int fd, void (*ready)(struct vm *vm, struct vm_watch *w), void *ctx,
-		unsigned index);
-/* call(arg) whenever fd is readable, on loop `loop` (0: the main thread,
- * k: I/O thread k). 0 or -errno. */
-int vm_watch_on(struct vm *vm, unsigned loop, int fd, bool edge, void (*call)(void *arg),
-		void *arg);
-/* fn(arg) on loop `loop` when the machine stops, before an I/O thread
- * exits (nothing for the main thread, whose devices drain at teardown). */
-int vm_on_loop_stop(struct vm *vm, unsigned loop, void (*fn)(void *arg), void *arg);
+/* Loop `loop`: 0 the main thread's, k I/O thread k's; NULL past them. */
+struct event_loop *vm_loop(struct vm *vm, unsigned loop);
 /* The loop for the next queue group of a device that I/O threads serve
  * (round robin), or 0 (the main thread) when there are none. */
 unsigned vm_io_loop_next(struct vm *vm);

@@ -39,8 +39,8 @@ void lock_destroy(struct vmm_lock *l)
 
 #ifdef VMM_LOCK_CHECKS
 
-#define HELD_MAX 64 /* a device's every queue (VIRTIO_MAX_QUEUES) under its config lock, and more  \
-		     */
+/* A device's every queue (VIRTIO_MAX_QUEUES) under its config lock, and more. */
+#define HELD_MAX 64
 
 /* One lock a thread holds: which (either kind), its name and rank. */
 struct held_lock {
