@@ -1,13 +1,20 @@
 /* Registry entry: the interrupt-latency bench device
  * (devices/pci_irqbench.h), `--device irqbench[,vectors=N][,samples=FILE]
  * [,slot=S]`. */
+#include "device_host.h"
 #include "device_registry.h"
-#include "vm.h"
+#include "event_loop.h"
 #include "vmm/base/err.h"
 #include "vmm/base/file.h"
+#include "vmm/base/log.h"
 #include "vmm/base/stat.h"
 
+#include "devices/msix.h"
+#include "devices/pci.h"
+#include "devices/pci_irqbench.h"
+
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +22,7 @@ struct irqbench_params {
 	unsigned vectors;
 	const char *samples; /* NULL: none written */
 };
+DEVICE_PARAMS_FIT(struct irqbench_params);
 
 struct irqbench_instance {
 	struct pci_irqbench dev;
@@ -22,32 +30,9 @@ struct irqbench_instance {
 	FILE *samples;		  /* made once the machine is built, written at the end */
 };
 
-static int irqbench_parse(struct device_spec *spec, char *arg, struct err *e)
+static void irqbench_defaults(void *params)
 {
-	struct irqbench_params *p = (struct irqbench_params *)spec->params;
-	char *save = NULL;
-	uint64_t v;
-	p->vectors = 4;
-	for (char *tok = arg ? strtok_r(arg, ",", &save) : NULL; tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int slot = device_parse_slot(spec, tok, "--device irqbench slot", e);
-		if (slot < 0)
-			return -1;
-		if (slot)
-			continue;
-		if (!strncmp(tok, "vectors=", 8)) {
-			if (options_parse_u64("--device irqbench vectors", tok + 8, 1,
-					      MSIX_MAX_VECTORS, &v, e))
-				return -1;
-			p->vectors = (unsigned)v;
-		} else if (!strncmp(tok, "samples=", 8) && tok[8]) {
-			p->samples = tok + 8;
-		} else {
-			return err_set(e, ERR_INPUT, "--device irqbench: unknown property '%s'",
-				       tok);
-		}
-	}
-	return 0;
+	((struct irqbench_params *)params)->vectors = 4;
 }
 
 static void irqbench_destroy(void *state)
@@ -87,8 +72,8 @@ static void irqbench_timer_ready(void *arg)
 	pci_irqbench_timer_ready(arg);
 }
 
-static void *irqbench_create(struct vm *vm, const struct device_spec *spec, const char *name,
-			     uint8_t slot, struct err *e)
+static void *irqbench_create(const struct device_host *h, const struct device_spec *spec,
+			     const char *name, uint8_t slot, struct err *e)
 {
 	const struct irqbench_params *p = (const struct irqbench_params *)spec->params;
 	struct irqbench_instance *b = calloc(1, sizeof(*b));
@@ -97,20 +82,19 @@ static void *irqbench_create(struct vm *vm, const struct device_spec *spec, cons
 		return NULL;
 	}
 	b->samples_path = p->samples;
-	int ret = pci_irqbench_init(&b->dev, name, &vm->irq, p->vectors,
-				    vm->opts->irq_mode == IRQ_MODE_INTX);
+	int ret = pci_irqbench_init(&b->dev, name, h->irq, p->vectors, h->intx_only);
 	if (ret) {
 		err_set(e, ERR_HOST, "cannot create %s: %s", name, strerror(-ret));
 		goto fail;
 	}
 	if (p->samples && file_check_writable("--device irqbench samples=", p->samples, e))
 		goto fail;
-	if (event_loop_watch(&vm->loop, b->dev.timer_fd, false, irqbench_timer_ready, &b->dev) <
+	if (event_loop_watch(h->main_loop, b->dev.timer_fd, false, irqbench_timer_ready, &b->dev) <
 	    0) {
 		err_set(e, ERR_HOST, "%s: cannot watch its timer", name);
 		goto fail;
 	}
-	ret = pci_bus_add_device(&vm->pci, &b->dev.pci, slot, 1);
+	ret = pci_bus_add_device(h->pci, &b->dev.pci, slot, 1);
 	if (ret) {
 		err_set(e, ERR_HOST, "cannot create %s: %s", name, strerror(-ret));
 		goto fail;
@@ -133,11 +117,16 @@ static void irqbench_print_stats(const struct vm_device *d, FILE *out)
 
 const struct device_kind device_kind_irqbench = {
     .name = "irqbench",
-    .arg = "irqbench[,vectors=N][,samples=FILE][,slot=S]",
+
     .help = "the interrupt-latency bench device (scripts/vmm-bench): raises MSI-X vector "
 	    "or INTx from the I/O thread when armed, times it to the guest's port-write ACK; "
 	    "samples in ns to FILE at exit",
-    .parse = irqbench_parse,
+    .props = DEVOPT_TABLE(
+	"--device irqbench",
+	DEVOPT_UINT_ROW("vectors", "N", 1, MSIX_MAX_VECTORS, struct irqbench_params, vectors),
+	DEVOPT_STRING_ROW("samples", "FILE", struct irqbench_params, samples),
+	DEVOPT_SLOT_ROW("slot")),
+    .defaults = irqbench_defaults,
     .create = irqbench_create,
     .destroy = irqbench_destroy,
     .print_stats = irqbench_print_stats,

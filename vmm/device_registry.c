@@ -1,9 +1,9 @@
 #include "device_registry.h"
 
-#include "exit_code.h"
-#include "vm.h"
+#include "device_host.h"
 #include "vmm/base/err.h"
-#include "vmm/layout.h"
+
+#include "devices/pci.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,108 +30,106 @@ const struct device_kind *device_kind_for_device_option(const char *name)
 	return NULL;
 }
 
-int device_parse_slot(struct device_spec *spec, const char *prop, const char *opt, struct err *e)
+const char *device_kind_syntax(const struct device_kind *k, char *buf, size_t len)
 {
-	uint64_t v;
-	if (strncmp(prop, "slot=", 5))
-		return 0;
-	/* Slot 0 is the host bridge's. */
-	if (options_parse_u64(opt, prop + 5, 1, PCI_SLOTS - 1, &v, e))
-		return -1;
-	spec->slot = (int)v;
-	return 1;
+	char props[160];
+	devopt_syntax(&k->props, props, sizeof(props));
+	if (k->option) {
+		if (!k->props.n)
+			return NULL;
+		snprintf(buf, len, "%s", props);
+	} else {
+		snprintf(buf, len, "%s%s", k->name, props);
+	}
+	return buf;
 }
 
-static int vm_slot_for(struct vm *vm, const struct device_spec *d, unsigned i, uint8_t *next,
-		       struct err *e)
+int device_kind_parse(const struct device_kind *k, struct device_spec *spec, char *arg,
+		      struct err *e)
+{
+	memset(spec->params, 0, sizeof(spec->params));
+	if (k->defaults)
+		k->defaults(spec->params);
+	if (devopt_parse(&k->props, spec, spec->params, arg, e))
+		return -1;
+	return k->check ? k->check(spec, e) : 0;
+}
+
+static int slot_for(const struct pci_bus *pci, const struct device_spec *d, unsigned i,
+		    uint8_t *next, struct err *e)
 {
 	int slot = d->slot;
 	if (slot < 0) {
-		while (*next < PCI_SLOTS && vm->pci.slots[*next])
+		while (*next < PCI_SLOTS && pci->slots[*next])
 			(*next)++;
 		slot = *next;
 	}
-	if (slot >= PCI_SLOTS || vm->pci.slots[slot])
+	if (slot >= PCI_SLOTS || pci->slots[slot])
 		return err_set(e, ERR_INPUT, "device %u: PCI slot %d is %s", i + 1, slot,
 			       slot >= PCI_SLOTS ? "out of range" : "already taken");
 	return slot;
 }
 
 /* name0, name1, ... per kind, in command-line order; a single one is name. */
-static void vm_device_name(struct vm *vm, const struct device_kind *kind, char *out, size_t len)
+static void device_name(const struct machine_devices *md, const struct device_kind *kind, char *out,
+			size_t len)
 {
 	unsigned index = 0;
-	for (unsigned i = 0; i < vm->ndevices; i++)
-		index += vm->devices[i].kind == kind;
+	for (unsigned i = 0; i < md->n; i++)
+		index += md->devices[i].kind == kind;
 	if (kind->single)
 		snprintf(out, len, "%s", kind->name);
 	else
 		snprintf(out, len, "%s%u", kind->name, index);
 }
 
-struct pci_bus_env vm_pci_bus_env(struct vm *vm)
+int devices_create(struct machine_devices *md, const struct device_host *h,
+		   const struct vm_options *o, struct err *e)
 {
-	return (struct pci_bus_env){
-	    .pio = &vm->pio,
-	    .mmio = &vm->mmio,
-	    .mem = &vm->mem,
-	    .irq = &vm->irq,
-	    .log = &vm->log,
-	    .window = LAYOUT_PCI_WINDOW,
-	};
-}
-
-int vm_create_pci(struct vm *vm, struct err *e)
-{
-	const struct vm_options *o = vm->opts;
-	const struct pci_bus_env env = vm_pci_bus_env(vm);
-	int ret = pci_bus_init(&vm->pci, &env);
-	if (ret)
-		return err_set(e, ERR_HOST, "cannot set up the PCI bus: %s", strerror(-ret));
 	uint8_t next_slot = 1;
 	for (unsigned i = 0; i < o->ndevices; i++) {
 		const struct device_spec *spec = &o->devices[i];
-		struct vm_device *d = &vm->devices[vm->ndevices];
-		int slot = vm_slot_for(vm, spec, i, &next_slot, e);
+		struct vm_device *d = &md->devices[md->n];
+		int slot = slot_for(h->pci, spec, i, &next_slot, e);
 		if (slot < 0)
 			return -1;
 		d->kind = spec->kind;
 		d->slot = (uint8_t)slot;
-		vm_device_name(vm, spec->kind, d->name, sizeof(d->name));
-		d->state = spec->kind->create(vm, spec, d->name, d->slot, e);
+		device_name(md, spec->kind, d->name, sizeof(d->name));
+		d->state = spec->kind->create(h, spec, d->name, d->slot, e);
 		if (!d->state)
 			return -1;
-		vm->ndevices++;
+		md->n++;
 	}
-	if (pci_bus_assign_resources(&vm->pci))
+	if (pci_bus_assign_resources(h->pci))
 		return err_set(e, ERR_INPUT, "the devices' BARs do not fit in the PCI window");
 	return 0;
 }
 
-void vm_destroy_pci(struct vm *vm)
+void devices_destroy(struct machine_devices *md)
 {
-	for (unsigned i = 0; i < vm->ndevices; i++)
-		vm->devices[i].kind->destroy(vm->devices[i].state);
-	vm->ndevices = 0;
+	for (unsigned i = 0; i < md->n; i++)
+		md->devices[i].kind->destroy(md->devices[i].state);
+	md->n = 0;
 }
 
-void vm_print_pci_stats(struct vm *vm, FILE *out)
+void devices_print_stats(const struct machine_devices *md, FILE *out)
 {
-	for (unsigned i = 0; i < vm->ndevices; i++)
-		vm->devices[i].kind->print_stats(&vm->devices[i], out);
+	for (unsigned i = 0; i < md->n; i++)
+		md->devices[i].kind->print_stats(&md->devices[i], out);
 }
 
-int vm_devices_built(struct vm *vm, struct err *e)
+int devices_built(const struct machine_devices *md, struct err *e)
 {
-	for (unsigned i = 0; i < vm->ndevices; i++)
-		if (vm->devices[i].kind->built && vm->devices[i].kind->built(&vm->devices[i], e))
+	for (unsigned i = 0; i < md->n; i++)
+		if (md->devices[i].kind->built && md->devices[i].kind->built(&md->devices[i], e))
 			return -1;
 	return 0;
 }
 
-void vm_devices_run_ended(struct vm *vm)
+void devices_run_ended(const struct machine_devices *md, struct log *log)
 {
-	for (unsigned i = 0; i < vm->ndevices; i++)
-		if (vm->devices[i].kind->run_ended)
-			vm->devices[i].kind->run_ended(&vm->devices[i], &vm->log);
+	for (unsigned i = 0; i < md->n; i++)
+		if (md->devices[i].kind->run_ended)
+			md->devices[i].kind->run_ended(&md->devices[i], log);
 }

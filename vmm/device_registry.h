@@ -10,15 +10,17 @@
 #ifndef VMM_DEVICE_REGISTRY_H
 #define VMM_DEVICE_REGISTRY_H
 
+#include "device_option.h"
 #include "options.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+struct device_host;
 struct err;
 struct log;
-struct vm;
+struct pci_bus;
 
 /* A device of the running machine. */
 struct vm_device {
@@ -32,9 +34,6 @@ struct device_kind {
 	const char *name; /* "virtio-blk"; instances are name0, name1, ... */
 	/* Its own option ("disk" for --disk), or NULL: `--device name[,...]`. */
 	const char *option;
-	/* The value's syntax for --help ("PATH[,ro]"; for --device kinds the
-	 * whole "name[,...]"), or NULL: the option takes no value. */
-	const char *arg;
 	const char *help;
 	/* One instance at most, named without an index; a later option
 	 * replaces an earlier one. */
@@ -42,15 +41,19 @@ struct device_kind {
 	/* The guest's name for its console when this device is there ("hvc0"):
 	 * the default command line says console=it, and stdin goes to it. */
 	const char *guest_console;
-	/* Fills spec->params (zeroed; DEVICE_PARAMS_MAX bytes) from the value
-	 * (NULL for a flag; for --device kinds, what follows "name,", or NULL);
-	 * may set spec->slot. 0, 1 when the value asks for no device after all
-	 * (--console serial), or -1 with an error that names the option. */
-	int (*parse)(struct device_spec *spec, char *arg, struct err *e);
+	/* Its properties: the one parser (vmm/device_option.h) fills
+	 * spec->params from them and writes --help's syntax and the errors.
+	 * No rows: the option takes no value. */
+	struct devopt_table props;
+	/* Sets spec->params' defaults before parsing; may be NULL. */
+	void (*defaults)(void *params);
+	/* After parsing: 0, 1 when the value asks for no device after all
+	 * (--console serial), or -1 with an error. May be NULL. */
+	int (*check)(const struct device_spec *spec, struct err *e);
 	/* Builds the device into the machine at PCI slot `slot` and returns its
 	 * state; NULL with an error, having undone what it did. */
-	void *(*create)(struct vm *vm, const struct device_spec *spec, const char *name,
-			uint8_t slot, struct err *e);
+	void *(*create)(const struct device_host *h, const struct device_spec *spec,
+			const char *name, uint8_t slot, struct err *e);
 	void (*destroy)(void *state);
 	/* How many queue groups (a virtio-blk request queue, a virtio-net queue
 	 * pair) the spec asks for; NULL: one. A device with more than one gets
@@ -66,23 +69,36 @@ struct device_kind {
 	void (*run_ended)(const struct vm_device *d, struct log *log);
 };
 
+/* A kind's parameter struct fits in a spec (file scope, next to the kind). */
+#define DEVICE_PARAMS_FIT(type)                                                                    \
+	_Static_assert(sizeof(type) <= DEVICE_PARAMS_MAX && _Alignof(type) <= 8,                   \
+		       #type " does not fit in struct device_spec's params")
+
 /* Every kind, in --help order; NULL-terminated. */
 extern const struct device_kind *const device_kinds[];
 /* The --device kind called `name`, or NULL. */
 const struct device_kind *device_kind_for_device_option(const char *name);
+/* The value's syntax for --help ("PATH[,ro]"; for --device kinds the whole
+ * "name[,...]"), or NULL when the option takes no value. */
+const char *device_kind_syntax(const struct device_kind *k, char *buf, size_t len);
+/* Parses the option's value into spec: 0, 1 (no device after all), or -1
+ * with an error. arg may be NULL (a flag, or --device name alone). */
+int device_kind_parse(const struct device_kind *k, struct device_spec *spec, char *arg,
+		      struct err *e);
 
-/* What the machine's PCI bus works with: its buses, memory, interrupt door,
- * log and the PCI window (vmm/layout.h). */
-struct pci_bus_env vm_pci_bus_env(struct vm *vm);
-/* The machine's PCI bus and its devices, in command-line order. */
-int vm_create_pci(struct vm *vm, struct err *e);
-void vm_destroy_pci(struct vm *vm);
-void vm_print_pci_stats(struct vm *vm, FILE *out);
-int vm_devices_built(struct vm *vm, struct err *e);
-void vm_devices_run_ended(struct vm *vm);
+/* The machine's PCI devices, in command-line order. */
+struct machine_devices {
+	struct vm_device devices[VMM_MAX_DEVICES];
+	unsigned n;
+};
 
-/* For kinds' parsers: "slot=S" (1..PCI_SLOTS-1) into spec->slot. 1 when
- * `prop` is a slot property (parsed, or -1 with an error), 0 when not. */
-int device_parse_slot(struct device_spec *spec, const char *prop, const char *opt, struct err *e);
+/* Builds the devices of `o` onto the host's PCI bus (already set up),
+ * assigning slots and names, then places their BARs. */
+int devices_create(struct machine_devices *md, const struct device_host *h,
+		   const struct vm_options *o, struct err *e);
+void devices_destroy(struct machine_devices *md);
+void devices_print_stats(const struct machine_devices *md, FILE *out);
+int devices_built(const struct machine_devices *md, struct err *e);
+void devices_run_ended(const struct machine_devices *md, struct log *log);
 
 #endif

@@ -146,7 +146,7 @@ static int opt_device(struct vm_options *o, char *arg, struct err *e)
 	struct device_spec *spec = options_add_device(o, kind, "--device", e);
 	if (!spec)
 		return -1;
-	int ret = kind->parse(spec, props, e);
+	int ret = device_kind_parse(kind, spec, props, e);
 	if (ret)
 		o->ndevices--;
 	return ret < 0 ? -1 : 0;
@@ -348,7 +348,7 @@ static int apply_device_option(struct vm_options *o, const struct device_kind *k
 	struct device_spec *spec = options_add_device(o, kind, opt, e);
 	if (!spec)
 		return -1;
-	int ret = kind->parse(spec, arg, e);
+	int ret = device_kind_parse(kind, spec, arg, e);
 	if (ret)
 		o->ndevices--; /* an error, or the value asked for no device */
 	return ret < 0 ? -1 : 0;
@@ -380,8 +380,9 @@ static unsigned options_getopt_table(struct option *t, const struct device_kind 
 		if (!(*k)->option)
 			continue;
 		kinds[n - NMACHINE] = *k;
-		t[n] = (struct option){(*k)->option, (*k)->arg ? required_argument : no_argument,
-				       NULL, 256 + (int)n};
+		t[n] =
+		    (struct option){(*k)->option, (*k)->props.n ? required_argument : no_argument,
+				    NULL, 256 + (int)n};
 		n++;
 	}
 	t[n] = (struct option){NULL, 0, NULL, 0};
@@ -485,12 +486,17 @@ void options_print_help(FILE *out, const char *argv0)
 			print_option(out, d->short_name, d->name, d->arg, d->help);
 			continue;
 		}
+		char syntax[160];
 		for (const struct device_kind *const *k = device_kinds; *k; k++)
 			if (!(*k)->option)
-				print_option(out, 0, "device", (*k)->arg, (*k)->help);
+				print_option(out, 0, "device",
+					     device_kind_syntax(*k, syntax, sizeof(syntax)),
+					     (*k)->help);
 		for (const struct device_kind *const *k = device_kinds; *k; k++)
 			if ((*k)->option)
-				print_option(out, 0, (*k)->option, (*k)->arg, (*k)->help);
+				print_option(out, 0, (*k)->option,
+					     device_kind_syntax(*k, syntax, sizeof(syntax)),
+					     (*k)->help);
 	}
 	fprintf(out, "\n"
 		     "Console: stdin goes to the guest's ttyS0; on a terminal, Ctrl-A x quits and\n"

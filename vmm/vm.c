@@ -176,7 +176,7 @@ static int vm_write_outputs(struct vm *vm, struct err *e)
 	}
 	if (o->console_log && console_open_log(&vm->console, o->console_log, e))
 		return -1;
-	return vm_devices_built(vm, e);
+	return devices_built(&vm->devices, e);
 }
 
 static int vm_load_guest(struct vm *vm, struct err *e)
@@ -233,19 +233,59 @@ struct event_loop *vm_loop(struct vm *vm, unsigned loop)
 	return loop <= vm->nio_threads ? &vm->io_threads[loop - 1].loop : NULL;
 }
 
-unsigned vm_io_loop_next(struct vm *vm)
+/* The loop for the next queue group: the I/O threads round robin, the
+ * main loop when there are none (struct device_host's next_loop). */
+static struct event_loop *vm_next_loop(void *ctx)
 {
+	struct vm *vm = ctx;
 	if (!vm->nio_threads)
-		return 0;
-	return 1 + vm->next_io_thread++ % vm->nio_threads;
+		return &vm->loop;
+	return &vm->io_threads[vm->next_io_thread++ % vm->nio_threads].loop;
 }
 
-void vm_loop_name(unsigned loop, char *out, size_t len)
+static int vm_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool assign)
 {
-	if (loop == 0)
-		snprintf(out, len, "main");
-	else
-		snprintf(out, len, "io%u", loop);
+	struct vm *vm = ctx;
+	/* No datamatch: any 2-byte write to the queue's notify address
+	 * (VIRTIO_F_NOTIFICATION_DATA is not offered). */
+	struct kvm_ioeventfd io = {
+	    .addr = gpa, .len = len, .fd = fd, .flags = assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN};
+	return ioctl(vm->kvm.vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
+}
+
+struct pci_bus_env vm_pci_bus_env(struct vm *vm)
+{
+	return (struct pci_bus_env){
+	    .pio = &vm->pio,
+	    .mmio = &vm->mmio,
+	    .mem = &vm->mem,
+	    .irq = &vm->irq,
+	    .log = &vm->log,
+	    .window = LAYOUT_PCI_WINDOW,
+	};
+}
+
+/* The PCI bus and the devices of the command line on it. */
+static int vm_create_pci(struct vm *vm, struct err *e)
+{
+	const struct pci_bus_env env = vm_pci_bus_env(vm);
+	int ret = pci_bus_init(&vm->pci, &env);
+	if (ret)
+		return err_set(e, ERR_HOST, "cannot set up the PCI bus: %s", strerror(-ret));
+	vm->host = (struct device_host){
+	    .log = &vm->log,
+	    .mem = &vm->mem,
+	    .irq = &vm->irq,
+	    .pci = &vm->pci,
+	    .console = &vm->console,
+	    .console_input = &vm->console_input,
+	    .intx_only = vm->opts->irq_mode == IRQ_MODE_INTX,
+	    .main_loop = &vm->loop,
+	    .next_loop = vm_next_loop,
+	    .ioeventfd = vm_ioeventfd,
+	    .ctx = vm,
+	};
+	return devices_create(&vm->devices, &vm->host, vm->opts, e);
 }
 
 /* --io-threads N, or by default one per device with more than one queue
@@ -484,7 +524,7 @@ static void vm_report(struct vm *vm, int code)
 		log_info(&vm->log, "ring-0 emulation fallbacks on this host: %s", fb_text);
 	if (vm->opts->stats) {
 		irq_print_stats(&vm->irq, stderr);
-		vm_print_pci_stats(vm, stderr);
+		devices_print_stats(&vm->devices, stderr);
 	}
 	if (vm->opts->boot_timer) {
 		uint64_t first = atomic_load(&vm->first_run_ns);
@@ -549,7 +589,7 @@ int vm_run(struct vm *vm, struct err *e)
 		io_thread_request_stop(&vm->io_threads[i]);
 	console_restore(&vm->console);
 	vm->log.crlf = 0;
-	vm_devices_run_ended(vm);
+	devices_run_ended(&vm->devices, &vm->log);
 	int code = atomic_load(&vm->exit_code);
 	/* A guest that ran out of time: say where each vCPU was. */
 	if (code == EXIT_TIMEOUT)
@@ -576,7 +616,7 @@ void vm_destroy(struct vm *vm)
 			close(fds[i]);
 	for (unsigned i = 0; i < vm->nio_threads; i++)
 		io_thread_destroy(&vm->io_threads[i]);
-	vm_destroy_pci(vm);
+	devices_destroy(&vm->devices);
 	irq_router_destroy(&vm->irq);
 	kvm_close(&vm->kvm);
 	guest_mem_destroy(&vm->mem);

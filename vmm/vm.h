@@ -9,6 +9,7 @@
 
 #include "boot.h"
 #include "console.h"
+#include "device_host.h"
 #include "device_registry.h"
 #include "io_thread.h"
 #include "kvm.h"
@@ -24,16 +25,9 @@
 #include "devices/debug_exit.h"
 #include "devices/i8042.h"
 #include "devices/pci.h"
-#include "devices/pci_irqbench.h"
-#include "devices/pci_testdev.h"
 #include "devices/pvpanic.h"
 #include "devices/rtc.h"
 #include "devices/uart8250.h"
-#include "devices/virtio_blk.h"
-#include "devices/virtio_console.h"
-#include "devices/virtio_net.h"
-#include "devices/virtio_pci.h"
-#include "devices/virtio_rng.h"
 #include "irq/irq.h"
 #include "irq/kvm_sink.h"
 
@@ -65,8 +59,8 @@ struct vm {
 	struct pvpanic pvpanic;
 	struct boot_timer boot_timer;
 	struct pci_bus pci;
-	struct vm_device devices[VMM_MAX_DEVICES]; /* vmm/device_registry.h */
-	unsigned ndevices;
+	struct machine_devices devices; /* vmm/device_registry.h */
+	struct device_host host;	/* what the devices' glue gets of the machine */
 	/* Where console input goes: the UART, or a device that took it. */
 	struct console_input console_input;
 
@@ -109,10 +103,8 @@ bool vm_stopping(struct vm *vm);
 void vm_note_first_run(struct vm *vm);
 /* Loop `loop`: 0 the main thread's, k I/O thread k's; NULL past them. */
 struct event_loop *vm_loop(struct vm *vm, unsigned loop);
-/* The loop for the next queue group of a device that I/O threads serve
- * (round robin), or 0 (the main thread) when there are none. */
-unsigned vm_io_loop_next(struct vm *vm);
-/* "main", "io1", ... */
-void vm_loop_name(unsigned loop, char *out, size_t len);
+/* What the machine's PCI bus works with: its buses, memory, interrupt door,
+ * log and the PCI window (vmm/layout.h). */
+struct pci_bus_env vm_pci_bus_env(struct vm *vm);
 
 #endif
