@@ -144,7 +144,15 @@ struct irq_router {
 	struct log *log; /* where the door reports a refusal once; may be NULL */
 };
 
-void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx);
+/* How the router delivers, set once at init (NULL: irqfd MSIs, resample
+ * INTx, no log). */
+struct irq_router_config {
+	struct log *log;
+	enum irq_msi_delivery msi_mode;
+	enum irq_intx_delivery intx_mode;
+};
+void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx,
+		     const struct irq_router_config *cfg);
 void irq_router_destroy(struct irq_router *r);
 
 /* ISA lines. */

@@ -6,11 +6,17 @@
 #include <string.h>
 #include <unistd.h>
 
-void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx)
+void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void *ctx,
+		     const struct irq_router_config *cfg)
 {
 	memset(r, 0, sizeof(*r));
 	r->ops = ops;
 	r->ctx = ctx;
+	if (cfg) {
+		r->log = cfg->log;
+		r->msi_mode = cfg->msi_mode;
+		r->intx_mode = cfg->intx_mode;
+	}
 	r->next_gsi = IRQ_MSI_FIRST_GSI;
 	lock_init(&r->lock, "interrupt router", LOCK_RANK_IRQ_ROUTER);
 	for (uint32_t i = 0; i < IRQ_ISA_LINES; i++) {

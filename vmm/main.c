@@ -1,9 +1,9 @@
 /* ./vmm: parse the command line, build the machine, run it, exit with the
  * code the README's table gives. */
 #include "exit_code.h"
+#include "machine.h"
 #include "options.h"
 #include "vcpu.h"
-#include "vm.h"
 #include "vmm/base/clock.h"
 #include "vmm/base/err.h"
 
@@ -64,17 +64,9 @@ int main(int argc, char **argv)
 	/* The time zone is read now: under the seccomp filters no thread may
 	 * open /etc/localtime when the RTC first asks for local time. */
 	tzset();
-	struct vm *vm = calloc(1, sizeof(*vm));
-	if (!vm) {
-		fprintf(stderr, "vmm: out of memory\n");
-		return EXIT_HOST;
-	}
-	if (vm_create(vm, &opts, start_ns, &e) == 0)
-		code = vm_run(vm, &e);
-	else
-		code = -1;
-	vm_destroy(vm);
-	free(vm);
+	struct vm *vm = machine_create(&opts, start_ns, NULL, &e);
+	code = vm ? machine_run(vm, &e) : -1;
+	machine_destroy(vm);
 	if (code < 0) {
 		fprintf(stderr, "vmm: %s\n", e.msg[0] ? e.msg : "failed (no detail)");
 		return exit_code_for_err(&e);

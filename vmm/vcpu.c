@@ -2,12 +2,14 @@
 
 #include "boot.h"
 #include "cpu_model.h"
-#include "exit_code.h"
+#include "kvm.h"
 #include "layout.h"
+#include "seccomp.h"
 #include "vcpu_diag.h"
 #include "vcpu_fallback.h"
-#include "vm.h"
+#include "vmm/base/bus.h"
 #include "vmm/base/err.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <linux/kvm.h>
@@ -17,6 +19,12 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* Stops the machine for `reason` (the machine picks the exit code). */
+static void vcpu_stop(struct vcpu *v, enum machine_stop_reason reason, const char *why)
+{
+	machine_request_stop(&v->env->ctl, reason, 0, why);
+}
 
 #define APIC_LVT_LINT0	 0x350
 #define APIC_LVT_LINT1	 0x360
@@ -64,7 +72,7 @@ static int vcpu_set_msrs(struct vcpu *v, const struct cpu_model *m, struct err *
 				       m->msrs[i].name, m->msrs[i].index,
 				       ret < 0 ? strerror(errno) : "refused");
 		if (v->id == 0)
-			log_info(&v->vm->log, "cpu: KVM refused MSR %s (0x%x) = 0x%llx",
+			log_info(v->env->log, "cpu: KVM refused MSR %s (0x%x) = 0x%llx",
 				 m->msrs[i].name, m->msrs[i].index,
 				 (unsigned long long)m->msrs[i].value);
 	}
@@ -78,15 +86,15 @@ static void vcpu_log_model(struct vcpu *v, const struct cpu_model *m, uint32_t k
 	char shown[256], hidden[256];
 	cpu_pv_names(m->pv_shown, shown, sizeof(shown));
 	cpu_pv_names(m->pv_offered & ~m->pv_shown, hidden, sizeof(hidden));
-	log_info(&v->vm->log, "cpu: %s, TSC %u kHz; KVM PV features shown: %s; hidden: %s",
+	log_info(v->env->log, "cpu: %s, TSC %u kHz; KVM PV features shown: %s; hidden: %s",
 		 cpu_vendor_name(m->vendor), khz, shown, hidden);
 	if (m->note)
-		log_info(&v->vm->log, "cpu: %s", m->note);
+		log_info(v->env->log, "cpu: %s", m->note);
 }
 
 static int vcpu_apply_model(struct vcpu *v, struct err *e)
 {
-	const struct kvm *k = &v->vm->kvm;
+	const struct kvm *k = v->env->kvm;
 	int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
 	struct host_cpu host = {.leaves = k->cpuid,
 				.nleaves = k->ncpuid,
@@ -95,9 +103,9 @@ static int vcpu_apply_model(struct vcpu *v, struct err *e)
 				.tsc_khz = khz > 0 ? (uint32_t)khz : 0,
 				.ring0_emulated = k->emulated_host};
 	struct cpu_model_params p = {.id = v->id,
-				     .nvcpus = v->vm->nvcpus,
-				     .pv = v->vm->opts->kvm_pv,
-				     .pv_mask = v->vm->opts->kvm_pv_mask};
+				     .nvcpus = v->env->nvcpus,
+				     .pv = v->env->kvm_pv,
+				     .pv_mask = v->env->kvm_pv_mask};
 	struct cpu_model *m = malloc(sizeof(*m));
 	if (!m)
 		return err_set(e, ERR_HOST, "out of memory");
@@ -128,15 +136,16 @@ static int vcpu_set_lapic(struct vcpu *v, struct err *e)
 	return 0;
 }
 
-int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e)
+int vcpu_create(const struct vcpu_env *env, struct vcpu *v, unsigned id, struct err *e)
 {
 	memset(v, 0, sizeof(*v));
-	v->vm = vm;
+	v->env = env;
 	v->id = id;
-	v->fd = ioctl(vm->kvm.vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
+	v->fd = ioctl(env->kvm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
 	if (v->fd < 0)
 		return err_set(e, ERR_HOST, "KVM_CREATE_VCPU %u failed: %s", id, strerror(errno));
-	v->run = mmap(NULL, (size_t)vm->kvm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	v->run =
+	    mmap(NULL, (size_t)env->kvm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
 		v->run = NULL;
 		return err_set(e, ERR_HOST, "mmap of vCPU %u run area failed: %s", id,
@@ -209,9 +218,9 @@ static void vcpu_handle_io(struct vcpu *v)
 	/* A rep ins/outs exits once with `count` elements. */
 	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
 		if (run->io.direction == KVM_EXIT_IO_OUT)
-			bus_write(&v->vm->pio, run->io.port, data, run->io.size);
+			bus_write(v->env->pio, run->io.port, data, run->io.size);
 		else
-			bus_read(&v->vm->pio, run->io.port, data, run->io.size);
+			bus_read(v->env->pio, run->io.port, data, run->io.size);
 	}
 }
 
@@ -222,9 +231,9 @@ static void vcpu_handle_mmio(struct vcpu *v)
 	if (len == 0 || len > sizeof(run->mmio.data))
 		return;
 	if (run->mmio.is_write)
-		bus_write(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len);
+		bus_write(v->env->mmio, run->mmio.phys_addr, run->mmio.data, len);
 	else
-		bus_read(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len);
+		bus_read(v->env->mmio, run->mmio.phys_addr, run->mmio.data, len);
 }
 
 static void vcpu_handle_internal_error(struct vcpu *v)
@@ -250,14 +259,14 @@ static void vcpu_handle_internal_error(struct vcpu *v)
 		if (vcpu_emulation_fallback(v, insn, n) == 0)
 			return;
 		vcpu_dump_state(v, "instruction emulation failed", insn, n);
-		vm_request_stop(v->vm, EXIT_GUEST_CRASH,
-				"guest hit an instruction KVM cannot emulate");
+		vcpu_stop(v, MACHINE_STOP_GUEST_CRASH,
+			  "guest hit an instruction KVM cannot emulate");
 		return;
 	}
 	char what[96];
 	snprintf(what, sizeof(what), "KVM internal error, suberror %u", run->internal.suberror);
 	vcpu_dump_state(v, what, NULL, 0);
-	vm_request_stop(v->vm, EXIT_GUEST_CRASH, "KVM internal error");
+	vcpu_stop(v, MACHINE_STOP_GUEST_CRASH, "KVM internal error");
 }
 
 void vcpu_dispatch(struct vcpu *v)
@@ -278,13 +287,13 @@ void vcpu_dispatch(struct vcpu *v)
 	case KVM_EXIT_IRQ_WINDOW_OPEN: break;
 	case KVM_EXIT_SHUTDOWN:
 		vcpu_dump_state(v, "triple fault (KVM_EXIT_SHUTDOWN)", NULL, 0);
-		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest triple fault");
+		vcpu_stop(v, MACHINE_STOP_GUEST_CRASH, "guest triple fault");
 		break;
 	case KVM_EXIT_SYSTEM_EVENT:
 		if (run->system_event.type == KVM_SYSTEM_EVENT_CRASH)
-			vm_request_stop(v->vm, EXIT_GUEST_CRASH, "guest reported a crash");
+			vcpu_stop(v, MACHINE_STOP_GUEST_CRASH, "guest reported a crash");
 		else
-			vm_request_stop(v->vm, EXIT_GUEST_OFF, "guest shutdown or reset");
+			vcpu_stop(v, MACHINE_STOP_GUEST_RESET, "guest shutdown or reset");
 		break;
 	case KVM_EXIT_INTERNAL_ERROR: vcpu_handle_internal_error(v); break;
 	case KVM_EXIT_FAIL_ENTRY: {
@@ -292,14 +301,14 @@ void vcpu_dispatch(struct vcpu *v)
 		snprintf(what, sizeof(what), "VM entry failed, hardware reason 0x%llx",
 			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 		vcpu_dump_state(v, what, NULL, 0);
-		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "VM entry failed");
+		vcpu_stop(v, MACHINE_STOP_GUEST_CRASH, "VM entry failed");
 		break;
 	}
 	default: {
 		char what[64];
 		snprintf(what, sizeof(what), "unexpected KVM exit reason %u", run->exit_reason);
 		vcpu_dump_state(v, what, NULL, 0);
-		vm_request_stop(v->vm, EXIT_GUEST_CRASH, "unexpected KVM exit");
+		vcpu_stop(v, MACHINE_STOP_GUEST_CRASH, "unexpected KVM exit");
 		break;
 	}
 	}
@@ -322,26 +331,26 @@ static void *vcpu_thread(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), "vcpu%u", v->id);
 	pthread_setname_np(pthread_self(), name);
-	if (!v->vm->opts->seccomp_off) {
-		int ret = vmm_seccomp_apply(&v->vm->seccomp, VMM_THREAD_VCPU);
+	if (v->env->seccomp) {
+		int ret = vmm_seccomp_apply(v->env->seccomp, VMM_THREAD_VCPU);
 		if (ret) {
-			log_error(&v->vm->log, "vCPU %u: cannot install its seccomp filter: %s",
+			log_error(v->env->log, "vCPU %u: cannot install its seccomp filter: %s",
 				  v->id, strerror(-ret));
-			vm_request_stop(v->vm, EXIT_HOST, "seccomp failed");
+			vcpu_stop(v, MACHINE_STOP_HOST_FAILURE, "seccomp failed");
 			return NULL;
 		}
 	}
-	while (!vm_stopping(v->vm)) {
+	while (!v->env->stopping(v->env->ctx)) {
 		if (v->id == 0)
-			vm_note_first_run(v->vm);
+			v->env->first_run(v->env->ctx);
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				vcpu_consume_kick();
 				continue;
 			}
-			log_error(&v->vm->log, "vCPU %u: KVM_RUN failed: %s", v->id,
+			log_error(v->env->log, "vCPU %u: KVM_RUN failed: %s", v->id,
 				  strerror(errno));
-			vm_request_stop(v->vm, EXIT_HOST, "KVM_RUN failed");
+			vcpu_stop(v, MACHINE_STOP_HOST_FAILURE, "KVM_RUN failed");
 			break;
 		}
 		vcpu_dispatch(v);
@@ -388,7 +397,7 @@ void vcpu_join(struct vcpu *v)
 void vcpu_destroy(struct vcpu *v)
 {
 	if (v->run)
-		munmap(v->run, (size_t)v->vm->kvm.run_size);
+		munmap(v->run, (size_t)v->env->kvm->run_size);
 	if (v->fd >= 0)
 		close(v->fd);
 	v->run = NULL;

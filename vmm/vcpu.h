@@ -8,13 +8,38 @@
 #ifndef VMM_VCPU_H
 #define VMM_VCPU_H
 
+#include "vmm/base/machine_ctl.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-struct vm;
-struct kvm_run;
+struct bus;
 struct err;
+struct guest_mem;
+struct kvm;
+struct kvm_run;
+struct log;
+struct vmm_seccomp;
+
+/* What a vCPU needs of the machine, and nothing more (no struct vm). */
+struct vcpu_env {
+	const struct kvm *kvm; /* the VM fd, the run-area size, the host's tables and kind */
+	struct guest_mem *mem;
+	struct bus *pio, *mmio;
+	struct log *log;
+	const struct vmm_seccomp *seccomp; /* NULL: --seccomp off */
+	unsigned nvcpus;		   /* in the machine (CPUID topology) */
+	int kvm_pv;			   /* enum cpu_pv_policy (--kvm-pv) */
+	uint32_t kvm_pv_mask;
+	struct machine_ctl ctl; /* stop the machine, with a reason */
+	/* True once the machine is stopping: the thread leaves KVM_RUN. */
+	bool (*stopping)(void *ctx);
+	/* Called on the first KVM_RUN of any vCPU (--boot-timer). */
+	void (*first_run)(void *ctx);
+	void *ctx;
+};
 
 /* Instructions the emulating host's ring 0 does not know, and we do. */
 enum vcpu_fallback {
@@ -34,7 +59,7 @@ struct vcpu_stats {
 };
 
 struct vcpu {
-	struct vm *vm;
+	const struct vcpu_env *env;
 	unsigned id;
 	int fd;
 	struct kvm_run *run;
@@ -43,7 +68,7 @@ struct vcpu {
 	struct vcpu_stats stats;
 };
 
-int vcpu_create(struct vm *vm, struct vcpu *v, unsigned id, struct err *e);
+int vcpu_create(const struct vcpu_env *env, struct vcpu *v, unsigned id, struct err *e);
 /* Registers for the boot CPU at the 64-bit entry: RIP, RSI = zero page. */
 int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *e);
 int vcpu_start(struct vcpu *v, struct err *e);

@@ -4,8 +4,8 @@
 
 #include "kvm.h"
 #include "vcpu.h"
-#include "vm.h"
 #include "vmm/base/guest_mem.h"
+#include "vmm/base/log.h"
 
 #include <linux/kvm.h>
 #include <stdbool.h>
@@ -47,10 +47,10 @@ int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t lin, 
 	uint8_t *p = buf;
 	for (unsigned i = 0; i < len; i++) {
 		uint64_t pa;
-		if (walk(&v->vm->mem, s, lin + i, &pa))
+		if (walk(v->env->mem, s, lin + i, &pa))
 			return -1;
-		if (write ? guest_mem_write(&v->vm->mem, pa, p + i, 1)
-			  : guest_mem_read(&v->vm->mem, pa, p + i, 1))
+		if (write ? guest_mem_write(v->env->mem, pa, p + i, 1)
+			  : guest_mem_read(v->env->mem, pa, p + i, 1))
 			return -1;
 	}
 	return 0;
@@ -79,7 +79,7 @@ const char *vcpu_insn_hint(const uint8_t *insn, unsigned n, char *buf, unsigned 
 
 void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsigned insn_len)
 {
-	struct log *log = &v->vm->log;
+	struct log *log = v->env->log;
 	struct kvm_regs r;
 	struct kvm_sregs s;
 	uint8_t fetched[15];
@@ -101,7 +101,7 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 				: "real mode");
 	log_error(log, "  instruction bytes: %s", insn ? bytes : "(unreadable)");
 	char hint_buf[160];
-	const char *hint = insn && v->vm->kvm.emulated_host
+	const char *hint = insn && v->env->kvm->emulated_host
 			       ? vcpu_insn_hint(insn, insn_len, hint_buf, sizeof(hint_buf))
 			       : NULL;
 	if (hint)
@@ -121,8 +121,8 @@ void vcpu_dump_state(struct vcpu *v, const char *what, const uint8_t *insn, unsi
 		  (unsigned long long)r.rflags, (unsigned long long)s.cr0,
 		  (unsigned long long)s.cr2, (unsigned long long)s.cr3, (unsigned long long)s.cr4,
 		  (unsigned long long)s.efer);
-	log_error(log, "  host: %s", kvm_host_kind(&v->vm->kvm));
-	if (v->vm->kvm.emulated_host && s.cs.dpl == 0)
+	log_error(log, "  host: %s", kvm_host_kind(v->env->kvm));
+	if (v->env->kvm->emulated_host && s.cs.dpl == 0)
 		log_error(log,
 			  "  note: this host emulates guest ring 0 instruction by instruction and "
 			  "does not know every instruction (see notes/kvm-host.md)");
@@ -146,7 +146,7 @@ void vcpu_dump_where(struct vcpu *v)
 			    : mp.mp_state == KVM_MP_STATE_UNINITIALIZED ? "waiting for INIT"
 			    : mp.mp_state == KVM_MP_STATE_INIT_RECEIVED ? "waiting for SIPI"
 									: "other";
-	log_warn(&v->vm->log,
+	log_warn(v->env->log,
 		 "vCPU %u at stop: %s, RIP 0x%llx (CS 0x%04x base 0x%llx, CPL %u, %s), RFLAGS "
 		 "%llx, bytes %s",
 		 v->id, state, (unsigned long long)r.rip, s.cs.selector,
@@ -159,8 +159,8 @@ void vcpu_dump_where(struct vcpu *v)
 	 * PV IPI in kvm_hypercall4 is the first) never completes, so a second
 	 * vCPU never comes up. --kvm-pv auto hides the features that make them. */
 	bool hypercall = insn[0] == 0x0F && insn[1] == 0x01 && (insn[2] == 0xC1 || insn[2] == 0xD9);
-	if (v->vm->kvm.emulated_host && hypercall && strcmp(bytes, "(unreadable)"))
-		log_warn(&v->vm->log,
+	if (v->env->kvm->emulated_host && hypercall && strcmp(bytes, "(unreadable)"))
+		log_warn(v->env->log,
 			 "  hint: vCPU %u is stuck in a KVM hypercall, which does not complete on "
 			 "this host; --kvm-pv auto (the default) hides the features that make "
 			 "them, or boot Linux with nopv",

@@ -1,5 +1,7 @@
 #include "vm.h"
 
+#include "machine.h"
+
 #include "cpu_model.h"
 #include "exit_code.h"
 #include "fdt.h"
@@ -28,6 +30,8 @@
 
 #define KERNEL_FILE_MAX (512u << 20)
 
+static void vm_request_stop(struct vm *vm, int code, const char *why);
+
 static void vm_ctl_request_stop(void *ctx, enum machine_stop_reason reason, uint32_t value,
 				const char *why)
 {
@@ -49,7 +53,7 @@ static bool vm_log_needs_break(void *ctx)
 	return console_fresh_line(ctx);
 }
 
-void vm_request_stop(struct vm *vm, int code, const char *why)
+static void vm_request_stop(struct vm *vm, int code, const char *why)
 {
 	int expected = -1;
 	/* A reboot after a panic is the end of a crash, not a clean reset. */
@@ -64,16 +68,26 @@ void vm_request_stop(struct vm *vm, int code, const char *why)
 	atomic_store(&vm->stopping, true);
 }
 
-bool vm_stopping(struct vm *vm)
+static bool vm_stopping(struct vm *vm)
 {
 	return atomic_load(&vm->stopping);
 }
 
-void vm_note_first_run(struct vm *vm)
+static void vm_note_first_run(struct vm *vm)
 {
 	uint_fast64_t zero = 0;
 	if (atomic_load(&vm->first_run_ns) == 0)
 		atomic_compare_exchange_strong(&vm->first_run_ns, &zero, clock_now_ns());
+}
+
+static bool vm_env_stopping(void *ctx)
+{
+	return vm_stopping(ctx);
+}
+
+static void vm_env_first_run(void *ctx)
+{
+	vm_note_first_run(ctx);
 }
 
 static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn rd,
@@ -226,13 +240,6 @@ static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *featur
 	return 0;
 }
 
-struct event_loop *vm_loop(struct vm *vm, unsigned loop)
-{
-	if (loop == 0)
-		return &vm->loop;
-	return loop <= vm->nio_threads ? &vm->io_threads[loop - 1].loop : NULL;
-}
-
 /* The loop for the next queue group: the I/O threads round robin, the
  * main loop when there are none (struct device_host's next_loop). */
 static struct event_loop *vm_next_loop(void *ctx)
@@ -253,7 +260,7 @@ static int vm_ioeventfd(void *ctx, uint64_t gpa, unsigned len, int fd, bool assi
 	return ioctl(vm->kvm.vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
 }
 
-struct pci_bus_env vm_pci_bus_env(struct vm *vm)
+static struct pci_bus_env vm_pci_bus_env(struct vm *vm)
 {
 	return (struct pci_bus_env){
 	    .pio = &vm->pio,
@@ -282,7 +289,7 @@ static int vm_create_pci(struct vm *vm, struct err *e)
 	    .intx_only = vm->opts->irq_mode == IRQ_MODE_INTX,
 	    .main_loop = &vm->loop,
 	    .next_loop = vm_next_loop,
-	    .ioeventfd = vm_ioeventfd,
+	    .ioeventfd = vm->no_kvm ? NULL : vm_ioeventfd,
 	    .ctx = vm,
 	};
 	return devices_create(&vm->devices, &vm->host, vm->opts, e);
@@ -415,7 +422,45 @@ static int vm_setup_loop(struct vm *vm, struct err *e)
 	return 0;
 }
 
-int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, struct err *e)
+/* KVM and the interrupt door over it; or, for a harness, the door over
+ * the backend's sink and no KVM at all. */
+static int vm_setup_kvm(struct vm *vm, const struct machine_backend *backend, struct err *e)
+{
+	const struct vm_options *o = vm->opts;
+	vm->nvcpus = o->cpus;
+	/* KVM_IRQ_LINE unless asked: see DESIGN.md, "INTx through KVM_IRQ_LINE". */
+	struct irq_router_config irq = {
+	    .log = &vm->log,
+	    .msi_mode = (enum irq_msi_delivery)o->msi_delivery,
+	    .intx_mode =
+		o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery : IRQ_INTX_LINE,
+	};
+	if (backend) {
+		vm->no_kvm = true;
+		vm->kvm.run_size = 4096; /* the harness's run areas */
+		irq_router_init(&vm->irq, backend->irq_sink, backend->irq_sink_ctx, &irq);
+		return 0;
+	}
+	if (kvm_open(&vm->kvm, NULL, e))
+		return -1;
+	log_info(&vm->log, "host: %s", kvm_host_kind(&vm->kvm));
+	if (o->cpus > (unsigned)vm->kvm.max_vcpus)
+		return err_set(e, ERR_INPUT, "--cpus %u: KVM on this host allows at most %d vCPUs",
+			       o->cpus, vm->kvm.max_vcpus);
+	if (o->intx_delivery == IRQ_INTX_RESAMPLE && !vm->kvm.has_irqfd_resample)
+		return err_set(
+		    e, ERR_HOST,
+		    "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
+	if (kvm_create_vm(&vm->kvm, &vm->mem, e) ||
+	    kvm_set_ioapic_id(&vm->kvm, mptable_ioapic_id_for(vm->nvcpus), e))
+		return -1;
+	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
+	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink, &irq);
+	return 0;
+}
+
+static int vm_build(struct vm *vm, const struct vm_options *o, uint64_t start_ns,
+		    const struct machine_backend *backend, struct err *e)
 {
 	memset(vm, 0, sizeof(*vm));
 	vm->opts = o;
@@ -445,34 +490,36 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	    (o->dump_dtb && file_check_writable("--dump-dtb", o->dump_dtb, e)) ||
 	    guest_mem_create(&vm->mem, o->memory_mib << 20, e) || vm_load_guest(vm, e))
 		return -1;
-	if (kvm_open(&vm->kvm, NULL, e))
+	if (vm_setup_kvm(vm, backend, e))
 		return -1;
-	log_info(&vm->log, "host: %s", kvm_host_kind(&vm->kvm));
-	if (o->cpus > (unsigned)vm->kvm.max_vcpus)
-		return err_set(e, ERR_INPUT, "--cpus %u: KVM on this host allows at most %d vCPUs",
-			       o->cpus, vm->kvm.max_vcpus);
-	vm->nvcpus = o->cpus;
-	if (kvm_create_vm(&vm->kvm, &vm->mem, e) ||
-	    kvm_set_ioapic_id(&vm->kvm, mptable_ioapic_id_for(vm->nvcpus), e))
-		return -1;
-	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
-	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink);
-	vm->irq.log = &vm->log;
-	vm->irq.msi_mode = (enum irq_msi_delivery)o->msi_delivery;
-	if (o->intx_delivery == IRQ_INTX_RESAMPLE && !vm->kvm.has_irqfd_resample)
-		return err_set(
-		    e, ERR_HOST,
-		    "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
-	/* KVM_IRQ_LINE unless asked: see DESIGN.md, "INTx through KVM_IRQ_LINE". */
-	vm->irq.intx_mode =
-	    o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery : IRQ_INTX_LINE;
 	if (vm_setup_loop(vm, e) || vm_setup_io_threads(vm, e) || vm_create_devices(vm, e) ||
 	    vm_create_pci(vm, e) || vm_write_mptable(vm, e) || vm_device_tree(vm, e) ||
 	    vm_watch_devices(vm, e))
 		return -1;
+	/* The filters are compiled before the vCPUs exist (the vCPU threads
+	 * apply theirs from the first instruction they run). */
+	if (!o->seccomp_off && !vm->no_kvm && vmm_seccomp_prepare(&vm->seccomp, e))
+		return -1;
+	vm->vcpu_env = (struct vcpu_env){
+	    .kvm = &vm->kvm,
+	    .mem = &vm->mem,
+	    .pio = &vm->pio,
+	    .mmio = &vm->mmio,
+	    .log = &vm->log,
+	    .seccomp = o->seccomp_off ? NULL : &vm->seccomp,
+	    .nvcpus = vm->nvcpus,
+	    .kvm_pv = o->kvm_pv,
+	    .kvm_pv_mask = o->kvm_pv_mask,
+	    .ctl = vm->ctl,
+	    .stopping = vm_env_stopping,
+	    .first_run = vm_env_first_run,
+	    .ctx = vm,
+	};
+	if (vm->no_kvm)
+		return 0; /* a harness: it dispatches exits itself, nothing is written */
 	for (unsigned i = 0; i < vm->nvcpus; i++) {
 		vm->vcpus_created++; /* a half-made vCPU is destroyed too */
-		if (vcpu_create(vm, &vm->vcpus[i], i, e))
+		if (vcpu_create(&vm->vcpu_env, &vm->vcpus[i], i, e))
 			return -1;
 	}
 	if (vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e))
@@ -480,8 +527,6 @@ int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, stru
 	/* What the threads will need and may then no longer open. */
 	if (o->boot_timer)
 		vm->smaps_fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
-	if (!o->seccomp_off && vmm_seccomp_prepare(&vm->seccomp, e))
-		return -1;
 	return vm_write_outputs(vm, e);
 }
 
@@ -541,7 +586,27 @@ static void vm_report(struct vm *vm, int code)
 	}
 }
 
-int vm_run(struct vm *vm, struct err *e)
+struct vm *machine_create(const struct vm_options *o, uint64_t start_ns,
+			  const struct machine_backend *backend, struct err *e)
+{
+	struct vm *vm = calloc(1, sizeof(*vm));
+	if (!vm) {
+		err_set(e, ERR_HOST, "out of memory");
+		return NULL;
+	}
+	if (vm_build(vm, o, start_ns, backend, e)) {
+		machine_destroy(vm);
+		return NULL;
+	}
+	return vm;
+}
+
+const struct vcpu_env *machine_vcpu_env(struct vm *vm)
+{
+	return &vm->vcpu_env;
+}
+
+int machine_run(struct vm *vm, struct err *e)
 {
 	console_enter_raw(&vm->console);
 	if (vm->console.raw)
@@ -600,8 +665,10 @@ int vm_run(struct vm *vm, struct err *e)
 	return code;
 }
 
-void vm_destroy(struct vm *vm)
+void machine_destroy(struct vm *vm)
 {
+	if (!vm)
+		return;
 	free(vm->dtb);
 	vmm_seccomp_free(&vm->seccomp);
 	if (vm->smaps_fd >= 0)
@@ -623,4 +690,5 @@ void vm_destroy(struct vm *vm)
 	console_close(&vm->console);
 	bus_destroy(&vm->pio);
 	bus_destroy(&vm->mmio);
+	free(vm);
 }

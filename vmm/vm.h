@@ -2,7 +2,9 @@
  * The machine: guest memory, KVM VM and vCPUs, buses, the interrupt door,
  * the legacy devices, and the main thread's event loop (console input,
  * signals, --timeout, stop requests). No global state: everything hangs
- * off one `struct vm`.
+ * off one `struct vm`. Private to vmm/vm.c (the machine assembly): the rest
+ * of the tree builds a machine through vmm/machine.h and knows only the
+ * narrow contexts it is given.
  */
 #ifndef VMM_VM_H
 #define VMM_VM_H
@@ -64,6 +66,8 @@ struct vm {
 	/* Where console input goes: the UART, or a device that took it. */
 	struct console_input console_input;
 
+	bool no_kvm;		  /* built for a harness (struct machine_backend) */
+	struct vcpu_env vcpu_env; /* what the vCPUs get of the machine */
 	struct vcpu vcpus[VM_MAX_VCPUS];
 	unsigned nvcpus;	/* the machine's (MP table, CPUID) */
 	unsigned vcpus_created; /* of those, created so far */
@@ -91,20 +95,5 @@ struct vm {
 	unsigned nio_threads;
 	unsigned next_io_thread; /* round robin over the queue groups */
 };
-
-/* Builds the whole machine; on error the VM can still be destroyed. */
-int vm_create(struct vm *vm, const struct vm_options *o, uint64_t start_ns, struct err *e);
-/* Runs until the guest stops; returns the process exit code. */
-int vm_run(struct vm *vm, struct err *e);
-void vm_destroy(struct vm *vm);
-
-void vm_request_stop(struct vm *vm, int exit_code, const char *why);
-bool vm_stopping(struct vm *vm);
-void vm_note_first_run(struct vm *vm);
-/* Loop `loop`: 0 the main thread's, k I/O thread k's; NULL past them. */
-struct event_loop *vm_loop(struct vm *vm, unsigned loop);
-/* What the machine's PCI bus works with: its buses, memory, interrupt door,
- * log and the PCI window (vmm/layout.h). */
-struct pci_bus_env vm_pci_bus_env(struct vm *vm);
 
 #endif

@@ -76,10 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	log_init(&w.log, LOG_DEBUG, devnull);
 	bus_init(&w.pio, "pio", &w.log);
 	bus_init(&w.mmio, "mmio", &w.log);
-	irq_router_init(&w.irq, &rec_ops, &w.sink);
-	w.irq.msi_mode = IRQ_MSI_SIGNAL;
-	w.irq.intx_mode = IRQ_INTX_LINE;
-	w.irq.log = &w.log;
+	irq_router_init(&w.irq, &rec_ops, &w.sink,
+			&(struct irq_router_config){&w.log, IRQ_MSI_SIGNAL, IRQ_INTX_LINE});
 	const struct pci_bus_env env = {&w.pio, &w.mmio, &ram.m, &w.irq, &w.log, fuzz_pci_window};
 	if (pci_bus_init(&w.pci, &env))
 		abort();

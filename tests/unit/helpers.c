@@ -412,10 +412,8 @@ void pci_rig_init(struct pci_rig *r, enum irq_msi_delivery msi, enum irq_intx_de
 	bus_init(&r->pio, "pio", &r->log);
 	bus_init(&r->mmio, "mmio", &r->log);
 	sink_rec_reset(&r->sink);
-	irq_router_init(&r->irq, &sink_rec_ops, &r->sink);
-	r->irq.msi_mode = msi;
-	r->irq.intx_mode = intx;
-	r->irq.log = &r->log;
+	irq_router_init(&r->irq, &sink_rec_ops, &r->sink,
+			&(struct irq_router_config){&r->log, msi, intx});
 	const struct pci_bus_env env = {&r->pio, &r->mmio, &r->ram.m,
 					&r->irq, &r->log,  rig_pci_window};
 	int ret = pci_bus_init(&r->pci, &env);

@@ -201,7 +201,7 @@ static struct irq_router router;
 static void irq_setup(void)
 {
 	memset(&rec, 0, sizeof(rec));
-	irq_router_init(&router, &irq_rec_ops, &rec);
+	irq_router_init(&router, &irq_rec_ops, &rec, NULL);
 }
 
 START_TEST(test_irq_line_claimed_once_per_gsi)

@@ -313,7 +313,7 @@ START_TEST(test_irq_routes_build_defaults_plus_installed_vectors)
 	static struct sink_rec s;
 	static struct irq_router r;
 	sink_rec_reset(&s);
-	irq_router_init(&r, &sink_rec_ops, &s);
+	irq_router_init(&r, &sink_rec_ops, &s, NULL);
 	r.msi_mode = IRQ_MSI_IRQFD;
 	unsigned n = irq_routes_build(&r, table);
 	ck_assert_uint_eq(n, 40);
@@ -419,7 +419,7 @@ START_TEST(test_new_door_vector_is_masked_until_updated)
 	static struct sink_rec s;
 	static struct irq_router r;
 	sink_rec_reset(&s);
-	irq_router_init(&r, &sink_rec_ops, &s);
+	irq_router_init(&r, &sink_rec_ops, &s, NULL);
 	r.msi_mode = IRQ_MSI_SIGNAL;
 	struct irq_msi_vector *v = irq_msi_vector_new(&r, "t", 0);
 	irq_msi_fire(v); /* 6.8.2.9: masked at reset */
@@ -441,7 +441,7 @@ START_TEST(test_full_route_table_still_routes_every_irqfd)
 	static struct irq_router r;
 	static struct irq_msi_vector *v[NV];
 	sink_rec_reset(&s);
-	irq_router_init(&r, &sink_rec_ops, &s);
+	irq_router_init(&r, &sink_rec_ops, &s, NULL);
 	r.msi_mode = IRQ_MSI_IRQFD;
 	for (unsigned i = 0; i < NV; i++) {
 		v[i] = irq_msi_vector_new(&r, "big", i);

@@ -41,7 +41,7 @@ static struct uart8250 uart;
 static void setup(void)
 {
 	memset(&rec, 0, sizeof(rec));
-	irq_router_init(&router, &irq_rec_ops, &rec);
+	irq_router_init(&router, &irq_rec_ops, &rec, NULL);
 	struct irq_line *line = irq_line_claim(&router, GSI, "uart");
 	ck_assert_ptr_nonnull(line);
 	uart8250_init(&uart, line, char_rec_sink(&out));

@@ -37,6 +37,18 @@ void lock_destroy(struct vmm_lock *l)
 	pthread_mutex_destroy(&l->m);
 }
 
+void rwlock_init(struct vmm_rwlock *l, const char *name, enum lock_rank rank)
+{
+	pthread_rwlock_init(&l->rw, NULL);
+	l->name = name;
+	l->rank = rank;
+}
+
+void rwlock_destroy(struct vmm_rwlock *l)
+{
+	pthread_rwlock_destroy(&l->rw);
+}
+
 #ifdef VMM_LOCK_CHECKS
 
 /* A device's every queue (VIRTIO_MAX_QUEUES) under its config lock, and more. */
@@ -56,9 +68,8 @@ static _Thread_local struct {
 	unsigned n;
 } held;
 
-static void lock_fail(const char *what, const void *lock, const char *name, enum lock_rank rank)
+static void lock_fail(const char *what, const char *name, enum lock_rank rank)
 {
-	(void)lock;
 	fprintf(stderr, "vmm: lock check: %s \"%s\" (rank %d, %s); held:", what, name, rank,
 		lock_rank_name(rank));
 	for (unsigned i = 0; i < held.n; i++)
@@ -72,12 +83,12 @@ static void lock_check_order(const void *lock, const char *name, enum lock_rank 
 	for (unsigned i = 0; i < held.n; i++) {
 		const struct held_lock *h = &held.h[i];
 		if (h->lock == lock)
-			lock_fail("taking a lock it already holds:", lock, name, rank);
+			lock_fail("taking a lock it already holds:", name, rank);
 		if (h->rank > rank || (h->rank == rank && h->sub >= sub))
-			lock_fail("taking a lock out of order:", lock, name, rank);
+			lock_fail("taking a lock out of order:", name, rank);
 	}
 	if (held.n == HELD_MAX)
-		lock_fail("too many locks held at once, taking", lock, name, rank);
+		lock_fail("too many locks held at once, taking", name, rank);
 }
 
 static void lock_note(const void *lock, const char *name, enum lock_rank rank, unsigned sub)
@@ -94,7 +105,7 @@ static void lock_forget(const void *lock, const char *name, enum lock_rank rank)
 			held.n--;
 			return;
 		}
-	lock_fail("releasing a lock it does not hold:", lock, name, rank);
+	lock_fail("releasing a lock it does not hold:", name, rank);
 }
 
 void lock_assert_held(const struct vmm_lock *l)
@@ -102,28 +113,8 @@ void lock_assert_held(const struct vmm_lock *l)
 	for (unsigned i = 0; i < held.n; i++)
 		if (held.h[i].lock == l)
 			return;
-	lock_fail("a _locked function runs without", l, l->name, l->rank);
+	lock_fail("a _locked function runs without", l->name, l->rank);
 }
-
-#else
-
-static inline void lock_check_order(const void *lock, const char *name, enum lock_rank rank,
-				    unsigned sub)
-{
-	(void)lock, (void)name, (void)rank, (void)sub;
-}
-
-static inline void lock_note(const void *lock, const char *name, enum lock_rank rank, unsigned sub)
-{
-	(void)lock, (void)name, (void)rank, (void)sub;
-}
-
-static inline void lock_forget(const void *lock, const char *name, enum lock_rank rank)
-{
-	(void)lock, (void)name, (void)rank;
-}
-
-#endif
 
 void lock_take_nested(struct vmm_lock *l, unsigned sub)
 {
@@ -141,18 +132,6 @@ void lock_release(struct vmm_lock *l)
 {
 	lock_forget(l, l->name, l->rank);
 	pthread_mutex_unlock(&l->m);
-}
-
-void rwlock_init(struct vmm_rwlock *l, const char *name, enum lock_rank rank)
-{
-	pthread_rwlock_init(&l->rw, NULL);
-	l->name = name;
-	l->rank = rank;
-}
-
-void rwlock_destroy(struct vmm_rwlock *l)
-{
-	pthread_rwlock_destroy(&l->rw);
 }
 
 void rwlock_read(struct vmm_rwlock *l)
@@ -174,3 +153,5 @@ void rwlock_release(struct vmm_rwlock *l)
 	lock_forget(l, l->name, l->rank);
 	pthread_rwlock_unlock(&l->rw);
 }
+
+#endif
