@@ -1,5 +1,6 @@
 #include "vm.h"
 
+#include "isa_devices.h"
 #include "machine.h"
 
 #include "cpu_model.h"
@@ -90,47 +91,19 @@ static void vm_env_first_run(void *ctx)
 	vm_note_first_run(ctx);
 }
 
-static int vm_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_read_fn rd,
-		       bus_write_fn wr, void *opaque, struct err *e)
-{
-	int ret = bus_register(b, base, len, rd, wr, opaque);
-	if (ret)
-		return err_set(e, ERR_HOST, "cannot register %s at %s 0x%llx: %s", name, b->name,
-			       (unsigned long long)base, strerror(-ret));
-	return 0;
-}
-
-static size_t vm_uart_receive(void *ctx, const uint8_t *buf, size_t len)
-{
-	return uart8250_receive(ctx, buf, len);
-}
-
 static int vm_create_devices(struct vm *vm, struct err *e)
 {
-	struct irq_line *com1 = irq_line_claim(&vm->irq, UART_COM1_IRQ, "uart8250 COM1");
-	struct char_sink out = {console_output, &vm->console};
-	uart8250_init(&vm->uart, com1, out);
-	vm->console_input = (struct console_input){vm_uart_receive, &vm->uart};
-	i8042_init(&vm->i8042, vm->ctl);
-	rtc_init(&vm->rtc, NULL, NULL);
-	debug_exit_init(&vm->debug_exit, vm->ctl);
-	pvpanic_init(&vm->pvpanic, vm->ctl);
-	boot_timer_init(&vm->boot_timer, vm->start_ns, vm->opts->boot_timer ? stderr : NULL);
-	return vm_register(&vm->pio, UART_COM1_BASE, UART_NREGS, "uart8250", uart8250_read,
-			   uart8250_write, &vm->uart, e) ||
-	       vm_register(&vm->pio, I8042_DATA_PORT, 1, "i8042 data", i8042_data_read,
-			   i8042_data_write, &vm->i8042, e) ||
-	       vm_register(&vm->pio, I8042_STATUS_PORT, 1, "i8042 status", i8042_status_read,
-			   i8042_command_write, &vm->i8042, e) ||
-	       vm_register(&vm->pio, RTC_INDEX_PORT, 2, "rtc", rtc_read, rtc_write, &vm->rtc, e) ||
-	       vm_register(&vm->pio, DEBUG_EXIT_PORT, DEBUG_EXIT_SIZE, "debug-exit",
-			   debug_exit_read, debug_exit_write, &vm->debug_exit, e) ||
-	       vm_register(&vm->pio, PVPANIC_PORT, 1, "pvpanic", pvpanic_read, pvpanic_write,
-			   &vm->pvpanic, e) ||
-	       vm_register(&vm->pio, BOOT_TIMER_PORT, 1, "boot-timer port", boot_timer_port_read,
-			   boot_timer_port_write, &vm->boot_timer, e) ||
-	       vm_register(&vm->mmio, BOOT_TIMER_MMIO_BASE, BOOT_TIMER_MMIO_SIZE, "boot-timer",
-			   boot_timer_mmio_read, boot_timer_mmio_write, &vm->boot_timer, e);
+	const struct isa_env env = {
+	    .pio = &vm->pio,
+	    .mmio = &vm->mmio,
+	    .irq = &vm->irq,
+	    .console = {console_output, &vm->console},
+	    .console_input = &vm->console_input,
+	    .ctl = vm->ctl,
+	    .start_ns = vm->start_ns,
+	    .boot_timer_out = vm->opts->boot_timer ? stderr : NULL,
+	};
+	return isa_devices_create(&vm->isa, &env, e);
 }
 
 static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *features);

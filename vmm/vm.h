@@ -14,6 +14,7 @@
 #include "device_host.h"
 #include "device_registry.h"
 #include "io_thread.h"
+#include "isa_devices.h"
 #include "kvm.h"
 #include "options.h"
 #include "seccomp.h"
@@ -23,13 +24,7 @@
 #include "vmm/base/log.h"
 #include "vmm/base/machine_ctl.h"
 
-#include "devices/boot_timer.h"
-#include "devices/debug_exit.h"
-#include "devices/i8042.h"
 #include "devices/pci.h"
-#include "devices/pvpanic.h"
-#include "devices/rtc.h"
-#include "devices/uart8250.h"
 #include "irq/irq.h"
 #include "irq/kvm_sink.h"
 
@@ -54,12 +49,7 @@ struct vm {
 	struct console console;
 	struct machine_ctl ctl;
 
-	struct uart8250 uart;
-	struct i8042 i8042;
-	struct rtc rtc;
-	struct debug_exit debug_exit;
-	struct pvpanic pvpanic;
-	struct boot_timer boot_timer;
+	struct isa_devices isa; /* COM1, i8042, RTC, debug-exit, pvpanic, boot timer */
 	struct pci_bus pci;
 	struct machine_devices devices; /* vmm/device_registry.h */
 	struct device_host host;	/* what the devices' glue gets of the machine */
