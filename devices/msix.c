@@ -94,9 +94,14 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 	if (!m->cap || off + len <= m->cap + PCI_MSIX_FLAGS + 0u ||
 	    off >= m->cap + PCI_MSIX_TABLE + 0u)
 		return; /* Message Control not touched */
-	uint16_t ctrl = pci_cfg_get16(m->dev, m->cap + PCI_MSIX_FLAGS);
-	bool enabled = ctrl & PCI_MSIX_FLAGS_ENABLE, fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
 	lock_take(&m->lock);
+	/* Message Control as the write left it, read under the device's
+	 * config lock (MSI-X table < PCI device in the lock order). */
+	lock_take(&m->dev->lock);
+	uint16_t ctrl = pci_cfg_get16(m->dev, m->cap + PCI_MSIX_FLAGS);
+	bool intx = m->dev->intx_level;
+	lock_release(&m->dev->lock);
+	bool enabled = ctrl & PCI_MSIX_FLAGS_ENABLE, fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
 	if (enabled != m->enabled || fmask != m->function_masked) {
 		m->enabled = enabled;
 		m->function_masked = fmask;
@@ -108,7 +113,7 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 	}
 	lock_release(&m->lock);
 	/* While MSI-X is enabled the function may not use INTx (6.8.2). */
-	if (enabled && m->dev->intx_level)
+	if (enabled && intx)
 		pci_device_set_intx(m->dev, false);
 }
 

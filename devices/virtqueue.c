@@ -4,21 +4,31 @@
 
 #include <linux/virtio_ring.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
-/* Ring layouts (virtio 1.2, 2.7.5, 2.7.6, 2.7.8). */
-#define DESC_SIZE     16
-#define AVAIL_RING(i) (4 + 2 * (uint64_t)(i))
-#define USED_RING(i)  (4 + 8 * (uint64_t)(i))
+/* Ring layouts (virtio 1.2, 2.7.5, 2.7.6, 2.7.8), from the uapi structs:
+ * the available ring's used_event and the used ring's avail_event sit
+ * right after their ring arrays (2.7.10). */
+#define DESC_SIZE sizeof(struct vring_desc)
+#define AVAIL_IDX offsetof(struct vring_avail, idx)
+#define USED_IDX  offsetof(struct vring_used, idx)
+#define AVAIL_RING(i)                                                                              \
+	(offsetof(struct vring_avail, ring) +                                                      \
+	 sizeof(((struct vring_avail *)0)->ring[0]) * (uint64_t)(i))
+#define USED_RING(i)                                                                               \
+	(offsetof(struct vring_used, ring) + sizeof(struct vring_used_elem) * (uint64_t)(i))
+_Static_assert(sizeof(struct vring_desc) == 16 && sizeof(struct vring_used_elem) == 8,
+	       "virtio 1.2 2.7.5 and 2.7.8 layouts");
 
 static uint64_t avail_bytes(uint16_t size, bool event_idx)
 {
-	return 4 + 2 * (uint64_t)size + (event_idx ? 2 : 0);
+	return AVAIL_RING(size) + (event_idx ? sizeof(uint16_t) : 0);
 }
 
 static uint64_t used_bytes(uint16_t size, bool event_idx)
 {
-	return 4 + 8 * (uint64_t)size + (event_idx ? 2 : 0);
+	return USED_RING(size) + (event_idx ? sizeof(uint16_t) : 0);
 }
 
 int virtq_init(struct virtq *q, const struct guest_mem *mem, uint16_t size, uint16_t max_size,
@@ -60,11 +70,16 @@ static void ring_write16(const struct virtq *q, uint64_t gpa, uint16_t v)
 	*p = v;
 }
 
+/* A descriptor as read from the table (struct vring_desc, little-endian
+ * like the host: virtio 1.x devices are little-endian, 2.5). */
 struct desc {
 	uint64_t addr;
 	uint32_t len;
 	uint16_t flags, next;
 };
+_Static_assert(sizeof(struct desc) == sizeof(struct vring_desc) &&
+		   offsetof(struct desc, next) == offsetof(struct vring_desc, next),
+	       "struct desc is struct vring_desc's layout");
 
 static void desc_read(const struct virtq *q, uint64_t table, uint32_t i, struct desc *d)
 {
@@ -148,14 +163,14 @@ static int walk_indirect(const struct virtq *q, struct virtq_elem *e, const stru
 
 bool virtq_has_avail(const struct virtq *q)
 {
-	return q->size && ring_read16(q, q->avail_addr + 2) != q->last_avail;
+	return q->size && ring_read16(q, q->avail_addr + AVAIL_IDX) != q->last_avail;
 }
 
 int virtq_pop(struct virtq *q, struct virtq_elem *e)
 {
 	if (!q->size)
 		return 0;
-	uint16_t avail_idx = ring_read16(q, q->avail_addr + 2);
+	uint16_t avail_idx = ring_read16(q, q->avail_addr + AVAIL_IDX);
 	uint16_t pending = (uint16_t)(avail_idx - q->last_avail);
 	if (pending == 0)
 		return 0;
@@ -201,8 +216,8 @@ int virtq_fill(struct virtq *q, uint16_t head, uint32_t len)
 	if (!q->size)
 		return VIRTQ_ERR_RING;
 	uint64_t slot = q->used_addr + USED_RING(q->used_idx % q->size);
-	uint32_t elem[2] = {head, len};
-	memcpy(guest_mem_ptr(q->mem, slot, 8), elem, 8);
+	struct vring_used_elem elem = {.id = head, .len = len};
+	memcpy(guest_mem_ptr(q->mem, slot, sizeof(elem)), &elem, sizeof(elem));
 	q->used_idx++;
 	return VIRTQ_OK;
 }
@@ -212,7 +227,7 @@ void virtq_publish(struct virtq *q)
 	if (!q->size)
 		return;
 	atomic_thread_fence(memory_order_release); /* elements before the index */
-	ring_write16(q, q->used_addr + 2, q->used_idx);
+	ring_write16(q, q->used_addr + USED_IDX, q->used_idx);
 }
 
 int virtq_push(struct virtq *q, uint16_t head, uint32_t len)

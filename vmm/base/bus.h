@@ -2,6 +2,14 @@
  * Port-I/O and MMIO buses. Devices register address ranges with callbacks;
  * overlapping registrations are refused. An access nobody claims reads as
  * all-ones and its writes are dropped (logged once per address, debug).
+ *
+ * A callback runs outside the bus lock, on a copy of its range taken under
+ * it (a config write that moves a BAR re-registers ranges from inside a bus
+ * access, which would otherwise deadlock). That is safe without reference
+ * counts (kvmtool's mmio_get/put) because no device goes away while the
+ * machine runs: ranges are unregistered only when a BAR moves, and a BAR's
+ * owner outlives every vCPU; a stale copy only finishes an access already
+ * under way. Count references here the day devices can be unplugged.
  */
 #ifndef VMM_BUS_H
 #define VMM_BUS_H
