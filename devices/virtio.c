@@ -16,10 +16,15 @@ unsigned virtio_queue_serve(struct virtio_dev *d, unsigned q, struct virtq_elem 
 			    uint32_t (*serve)(void *ctx, const struct virtq_elem *e), void *ctx)
 {
 	struct virtq *vq = &d->vqs[q];
+	struct virtio_budget budget = virtio_budget_pass();
 	uint16_t before = vq->used_idx;
-	int ret;
-	while ((ret = virtq_pop(vq, elem)) == 1)
-		virtq_push(vq, elem->head, serve(ctx, elem));
-	virtio_queue_end_pass(d, q, ret, before);
+	int ret = 0;
+	while (virtio_budget_left(&budget) && (ret = virtq_pop(vq, elem)) == 1) {
+		virtq_fill(vq, elem->head, serve(ctx, elem));
+		virtio_budget_spend(&budget, elem->in_len + elem->out_len);
+	}
+	if (ret == 1 && virtq_has_avail(vq))
+		virtio_queue_yield(d, q);
+	virtio_queue_end_pass(d, q, ret < 0 ? ret : 0, before);
 	return (uint16_t)(vq->used_idx - before);
 }

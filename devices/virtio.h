@@ -80,6 +80,11 @@ struct virtio_transport_ops {
 	bool (*live)(struct virtio_transport *t, unsigned q);
 	void (*queue_lock)(struct virtio_transport *t, unsigned q);
 	void (*queue_unlock)(struct virtio_transport *t, unsigned q);
+	/* q locked: the device stopped a pass over q at its budget with
+	 * buffers left; call queue_notify(q) again at the end of the loop's
+	 * pass, after the loop's other files. May be NULL (a test transport):
+	 * the rest then waits for the next notify. */
+	void (*yield)(struct virtio_transport *t, unsigned q);
 };
 
 struct virtio_transport {
@@ -94,6 +99,49 @@ static inline void virtio_queue_lock(struct virtio_dev *d, unsigned q)
 static inline void virtio_queue_unlock(struct virtio_dev *d, unsigned q)
 {
 	d->transport->ops->queue_unlock(d->transport, q);
+}
+
+/*
+ * The most one pass over a queue does before it yields (issue 17): so a
+ * guest that posts all it can, as legal requests, delays the rest of the
+ * queue's loop (signals, --timeout, the other queues) by one pass at most.
+ * A request costs its bytes, each device doing at most
+ * VIRTIO_REQUEST_BYTES_MAX of host work for one (rng bytes, console
+ * output); the pass ends at VIRTIO_PASS_REQUESTS requests or
+ * VIRTIO_PASS_BYTES bytes, whichever comes first.
+ */
+#define VIRTIO_PASS_REQUESTS	 256
+#define VIRTIO_PASS_BYTES	 (4u << 20)
+#define VIRTIO_REQUEST_BYTES_MAX (64u << 10)
+
+struct virtio_budget {
+	unsigned requests;
+	uint64_t bytes;
+};
+
+static inline struct virtio_budget virtio_budget_pass(void)
+{
+	return (struct virtio_budget){VIRTIO_PASS_REQUESTS, VIRTIO_PASS_BYTES};
+}
+
+/* Charges one request of `bytes` (capped at VIRTIO_REQUEST_BYTES_MAX). */
+static inline void virtio_budget_spend(struct virtio_budget *b, uint64_t bytes)
+{
+	uint64_t cost = bytes < VIRTIO_REQUEST_BYTES_MAX ? bytes : VIRTIO_REQUEST_BYTES_MAX;
+	b->requests = b->requests ? b->requests - 1 : 0;
+	b->bytes = b->bytes > cost ? b->bytes - cost : 0;
+}
+
+static inline bool virtio_budget_left(const struct virtio_budget *b)
+{
+	return b->requests && b->bytes;
+}
+
+/* q locked: serve q again at the end of this pass (the budget ran out). */
+static inline void virtio_queue_yield(struct virtio_dev *d, unsigned q)
+{
+	if (d->transport->ops->yield)
+		d->transport->ops->yield(d->transport, q);
 }
 
 static inline void virtio_queue_used(struct virtio_dev *d, unsigned q)
@@ -121,7 +169,8 @@ static inline unsigned virtio_num_queues(const struct virtio_dev *d)
  * the used index was `used_before` (pushed, or only filled: they are
  * published here, once), one interrupt if the driver wants it (2.7.10). */
 void virtio_queue_end_pass(struct virtio_dev *d, unsigned q, int ret, uint16_t used_before);
-/* Serves every buffer queued on q: pops each, `serve` fills or consumes it
+/* Serves the buffers queued on q, one pass's budget of them (a request
+ * costs its in + out bytes): pops each, `serve` fills or consumes it
  * and returns the bytes it wrote, the buffer is pushed as used; then
  * virtio_queue_end_pass(). Returns how many were used. */
 unsigned virtio_queue_serve(struct virtio_dev *d, unsigned q, struct virtq_elem *elem,

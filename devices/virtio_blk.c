@@ -38,6 +38,13 @@ static void blk_config_read(struct virtio_dev *d, unsigned off, void *data, unsi
 
 #define DIRECT_ALIGN 4096u /* safe for any logical block size up to 4 KiB */
 
+static void blk_bounce_free(struct virtio_blk_queue *bq, struct virtio_blk_req *r)
+{
+	bq->bounce_bytes -= r->bounce_iov.iov_len;
+	free(r->bounce);
+	r->bounce = NULL;
+}
+
 /* The request's used entry, filled but not yet published: the pass that
  * finished it publishes all of its batch at once (virtio_queue_end_pass). */
 static void blk_finish(struct virtio_blk_queue *bq, struct virtio_blk_req *r, uint8_t status)
@@ -47,8 +54,7 @@ static void blk_finish(struct virtio_blk_queue *bq, struct virtio_blk_req *r, ui
 	if (r->bounce) {
 		if (status == VIRTIO_BLK_S_OK && r->type == VIRTIO_BLK_T_IN)
 			buf_to_iov(r->iov, r->niov, 0, r->bounce, r->expect);
-		free(r->bounce);
-		r->bounce = NULL;
+		blk_bounce_free(bq, r);
 	}
 	*r->status = status;
 	if (status == VIRTIO_BLK_S_IOERR)
@@ -83,9 +89,11 @@ static bool blk_parse(struct virtio_blk_queue *bq, const struct virtq_elem *e, s
 }
 
 /* A read or a write as an SQE (through a bounce buffer when O_DIRECT meets
- * an unaligned guest buffer); NULL: the request fails with IOERR. */
+ * an unaligned guest buffer); NULL: the request fails with IOERR, or, with
+ * *wait set, it must wait for bounce memory. */
 static struct io_uring_sqe *blk_prep_rw(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
-					const struct virtq_elem *e, const struct blk_outhdr *h)
+					const struct virtq_elem *e, const struct blk_outhdr *h,
+					bool *wait)
 {
 	struct virtio_blk *b = bq->blk;
 	bool in = h->type == VIRTIO_BLK_T_IN;
@@ -104,8 +112,15 @@ static struct io_uring_sqe *blk_prep_rw(struct virtio_blk_queue *bq, struct virt
 	const struct iovec *iov = r->iov;
 	unsigned niov = r->niov;
 	if (b->direct && len && !iov_aligned(r->iov, r->niov, SECTOR)) {
+		if (len > BLK_BOUNCE_REQUEST_MAX)
+			return NULL;
+		if (bq->bounce_bytes + len > BLK_BOUNCE_QUEUE_MAX) {
+			*wait = true;
+			return NULL;
+		}
 		if (posix_memalign(&r->bounce, DIRECT_ALIGN, len))
 			return NULL;
+		bq->bounce_bytes += len;
 		if (!in)
 			iov_to_buf(r->iov, r->niov, 0, r->bounce, len);
 		r->bounce_iov = (struct iovec){r->bounce, len};
@@ -168,30 +183,37 @@ static void blk_get_id(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
 	blk_finish(bq, r, VIRTIO_BLK_S_OK);
 }
 
-/* Turns one popped element into an SQE, or completes it at once; false
- * when it is malformed (the caller marks NEEDS_RESET). */
-static bool blk_start(struct virtio_blk_queue *bq, const struct virtq_elem *e)
+enum blk_start_result { BLK_STARTED, BLK_MALFORMED, BLK_WAIT };
+
+/* Turns one popped element into an SQE, or completes it at once; MALFORMED
+ * (the caller marks NEEDS_RESET), or WAIT: not started, back in the ring. */
+static enum blk_start_result blk_start(struct virtio_blk_queue *bq, const struct virtq_elem *e)
 {
 	struct blk_outhdr h;
+	bool wait = false;
 	if (!blk_parse(bq, e, &h))
-		return false;
+		return BLK_MALFORMED;
 	struct virtio_blk_req *r = &bq->reqs[e->head];
 	struct io_uring_sqe *sqe;
 	switch (h.type) {
 	case VIRTIO_BLK_T_IN:
-	case VIRTIO_BLK_T_OUT: sqe = blk_prep_rw(bq, r, e, &h); break;
+	case VIRTIO_BLK_T_OUT: sqe = blk_prep_rw(bq, r, e, &h, &wait); break;
 	case VIRTIO_BLK_T_FLUSH: sqe = blk_prep_flush(bq, r); break;
-	case VIRTIO_BLK_T_GET_ID: blk_get_id(bq, r, e); return true;
-	default: blk_finish(bq, r, VIRTIO_BLK_S_UNSUPP); return true;
+	case VIRTIO_BLK_T_GET_ID: blk_get_id(bq, r, e); return BLK_STARTED;
+	default: blk_finish(bq, r, VIRTIO_BLK_S_UNSUPP); return BLK_STARTED;
+	}
+	if (wait) {
+		r->in_use = false;
+		return BLK_WAIT;
 	}
 	if (!sqe) {
 		r->used_len = 1;
 		blk_finish(bq, r, VIRTIO_BLK_S_IOERR);
-		return true;
+		return BLK_STARTED;
 	}
 	io_uring_sqe_set_data64(sqe, e->head);
 	bq->inflight++;
-	return true;
+	return BLK_STARTED;
 }
 
 /* Queue qi locked: every request the driver made available goes to the
@@ -205,8 +227,18 @@ static void blk_notify(struct virtio_dev *d, unsigned qi)
 	bool malformed = false;
 	uint16_t used_before = q->used_idx;
 	while ((ret = virtq_pop(q, bq->elem)) == 1) {
-		if (!blk_start(bq, bq->elem)) {
+		enum blk_start_result st = blk_start(bq, bq->elem);
+		if (st == BLK_MALFORMED) {
 			malformed = true;
+			break;
+		}
+		if (st == BLK_WAIT) {
+			/* Left in the ring; a completion that frees bounce
+			 * memory serves the queue again. */
+			virtq_unpop(q, 1);
+			bq->bounce_wait = true;
+			atomic_fetch_add(&b->stats.bounce_waits, 1);
+			ret = 0;
 			break;
 		}
 		if (io_uring_sq_space_left(&bq->ring) == 0)
@@ -236,8 +268,8 @@ static void blk_reap(struct virtio_blk_queue *bq, bool deliver)
 				continue;
 			struct virtio_blk_req *r = &bq->reqs[head];
 			if (!deliver) {
-				free(r->bounce);
-				r->bounce = NULL;
+				if (r->bounce)
+					blk_bounce_free(bq, r);
 				r->in_use = false;
 				continue;
 			}
@@ -263,6 +295,12 @@ void virtio_blk_complete(struct virtio_blk_queue *bq)
 	blk_reap(bq, q->size != 0);
 	/* The whole batch: one used-index update, at most one interrupt. */
 	virtio_queue_end_pass(&b->vdev, bq->index, 0, before);
+	/* A request waited for bounce memory that completions gave back. */
+	if (bq->bounce_wait && bq->bounce_bytes < BLK_BOUNCE_QUEUE_MAX &&
+	    virtio_queue_live(&b->vdev, bq->index)) {
+		bq->bounce_wait = false;
+		blk_notify(&b->vdev, bq->index);
+	}
 	virtio_queue_unlock(&b->vdev, bq->index);
 }
 
@@ -277,6 +315,7 @@ static void blk_queue_drain(struct virtio_blk_queue *bq)
 	}
 	for (unsigned i = 0; i < VIRTIO_BLK_QUEUE_MAX; i++)
 		bq->reqs[i].in_use = false;
+	bq->bounce_wait = false;
 }
 
 void virtio_blk_queue_quiesce(struct virtio_blk_queue *bq)

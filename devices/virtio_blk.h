@@ -40,8 +40,18 @@ struct virtio_blk_req {
 	struct iovec bounce_iov;
 };
 
+/* Host memory for bounce buffers does not grow with what the guest asks
+ * (issue 17): an unaligned O_DIRECT request longer than
+ * BLK_BOUNCE_REQUEST_MAX fails with IOERR, and one that would take a
+ * queue's bounce buffers in flight past BLK_BOUNCE_QUEUE_MAX waits in the
+ * ring until completions give memory back. Peak: BLK_BOUNCE_QUEUE_MAX per
+ * request queue. */
+#define BLK_BOUNCE_REQUEST_MAX (1u << 20)
+#define BLK_BOUNCE_QUEUE_MAX   (4u << 20)
+
 struct virtio_blk_stats {
 	atomic_uint_fast64_t reads, writes, flushes, get_ids, ioerrs, unsupported, bytes, bounced;
+	atomic_uint_fast64_t bounce_waits; /* passes stopped for bounce memory */
 };
 
 struct virtio_blk;
@@ -54,6 +64,8 @@ struct virtio_blk_queue {
 	bool ring_ready;
 	int completion_fd; /* eventfd registered with the ring */
 	unsigned inflight;
+	uint64_t bounce_bytes; /* in bounce buffers of requests in flight */
+	bool bounce_wait;      /* a request waits in the ring for bounce memory */
 	struct virtq_elem *elem;
 	struct virtio_blk_req *reqs; /* one per possible head */
 };

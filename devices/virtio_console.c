@@ -48,13 +48,21 @@ static void console_fill_rx(struct virtio_console *c)
 	virtio_queue_end_pass(&c->vdev, CONSOLE_RXQ, ret, used_before);
 }
 
-/* A transmit buffer: its bytes go to the host's console. */
+/* A transmit buffer: its bytes go to the host's console, the first
+ * VIRTIO_REQUEST_BYTES_MAX of it (hvc sends a line or a page at a time;
+ * a bigger buffer is a guest making the host write for it). */
 static uint32_t console_tx(void *ctx, const struct virtq_elem *e)
 {
 	struct virtio_console *c = ctx;
-	for (unsigned i = 0; i < e->nout; i++)
-		char_sink_write(&c->out, e->out[i].iov_base, e->out[i].iov_len);
-	atomic_fetch_add(&c->tx_bytes, e->out_len);
+	uint64_t left = VIRTIO_REQUEST_BYTES_MAX;
+	for (unsigned i = 0; i < e->nout && left; i++) {
+		size_t n = e->out[i].iov_len < left ? e->out[i].iov_len : (size_t)left;
+		char_sink_write(&c->out, e->out[i].iov_base, n);
+		atomic_fetch_add(&c->tx_bytes, n);
+		left -= n;
+	}
+	if (e->out_len > VIRTIO_REQUEST_BYTES_MAX)
+		atomic_fetch_add(&c->tx_dropped, e->out_len - VIRTIO_REQUEST_BYTES_MAX);
 	return 0;
 }
 

@@ -21,6 +21,7 @@ struct virtio_console {
 	uint8_t rx[VIRTIO_CONSOLE_RX_CAP]; /* under the receive queue's lock */
 	size_t rx_head, rx_count;
 	atomic_uint_fast64_t tx_bytes, rx_bytes, rx_dropped;
+	atomic_uint_fast64_t tx_dropped; /* bytes past VIRTIO_REQUEST_BYTES_MAX of one buffer */
 };
 
 int virtio_console_init(struct virtio_console *c, struct char_sink out);

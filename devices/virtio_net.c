@@ -129,9 +129,15 @@ static void net_rx(struct virtio_net_pair *p)
 	struct virtio_net *n = p->net;
 	unsigned qi = virtio_net_rxq(p->index);
 	uint16_t used_before = n->vdev.vqs[qi].used_idx;
+	struct virtio_budget budget = virtio_budget_pass();
 	if (!n->vdev.vqs[qi].size)
 		return;
 	while (net_pair_in_use(p)) {
+		if (!virtio_budget_left(&budget)) {
+			/* More may wait in the tap (edge-triggered): after the pass. */
+			virtio_queue_yield(&n->vdev, qi);
+			break;
+		}
 		if (p->frame_len == 0) {
 			ssize_t r = read(p->tap_fd, p->frame, VIRTIO_NET_FRAME_MAX);
 			if (r < 0)
@@ -140,21 +146,35 @@ static void net_rx(struct virtio_net_pair *p)
 				break; /* EAGAIN, error, or a runt */
 			p->frame_len = (size_t)r;
 		}
+		size_t len = p->frame_len;
 		if (!net_deliver_frame(p))
 			break;
+		virtio_budget_spend(&budget, len);
 	}
 	/* One used-index update and one interrupt decision for the batch. */
 	virtio_queue_end_pass(&n->vdev, qi, 0, used_before);
 }
 
-/* A transmit buffer: header and frame go to the tap as they are (the tap
- * takes the same vnet header). */
+/* A transmit buffer: its frame goes to the tap behind a clean vnet header.
+ * No offload is offered (5.1.3: no CSUM, no GSO features), so the only
+ * header the tap may act on is flags 0, GSO_NONE: the guest's is not
+ * passed on (the host stack would trust its checksum and segmentation
+ * fields). A frame longer than VIRTIO_NET_FRAME_MAX is dropped unsent. */
 static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 {
 	struct virtio_net_pair *p = ctx;
 	struct virtio_net *n = p->net;
-	if (e->out_len < VIRTIO_NET_HDR_LEN || writev(p->tap_fd, e->out, (int)e->nout) < 0) {
-		if (e->out_len >= VIRTIO_NET_HDR_LEN) {
+	static const struct virtio_net_hdr_mrg_rxbuf clean = {.hdr.gso_type = VIRTIO_NET_HDR_GSO_NONE};
+	struct iovec iov[VIRTQ_MAX_IOV + 1];
+	bool fits = e->out_len >= VIRTIO_NET_HDR_LEN && e->out_len <= VIRTIO_NET_FRAME_MAX;
+	int niov = 0;
+	if (fits) {
+		iov[0] = (struct iovec){(void *)&clean, VIRTIO_NET_HDR_LEN};
+		niov = 1 + (int)iov_slice(e->out, e->nout, VIRTIO_NET_HDR_LEN,
+					  e->out_len - VIRTIO_NET_HDR_LEN, iov + 1, VIRTQ_MAX_IOV);
+	}
+	if (!fits || writev(p->tap_fd, iov, niov) < 0) {
+		if (fits) {
 			int err = errno;
 			net_note_tap_error(p);
 			/* Said once (a down link fails every frame); --stats counts. */

@@ -143,12 +143,36 @@ static bool vp_live_locked(struct virtio_transport *t, unsigned q)
 	return q < vp->nq && vp->queues[q].live && !atomic_load(&vp->needs_reset);
 }
 
+/* A pass the device cut short at its budget: queue_notify again at the end
+ * of the loop's pass, on the queue's own thread (it is running there). */
+static void vp_queue_again(void *arg)
+{
+	struct virtio_pci_queue *q = arg;
+	struct virtio_pci *vp = q->owner;
+	lock_take_nested(&q->lock, q->index);
+	if (vp_live_locked(&vp->transport, q->index) && vp->dev->ops->queue_notify)
+		vp->dev->ops->queue_notify(vp->dev, q->index);
+	lock_release(&q->lock);
+}
+
+static void vp_queue_yield(struct virtio_transport *t, unsigned q)
+{
+	struct virtio_pci *vp = vp_of(t);
+	if (q >= vp->nq)
+		return;
+	lock_assert_held(&vp->queues[q].lock);
+	if (!vp->host.defer || vp->host.defer(vp->host.ctx, q, vp_queue_again, &vp->queues[q]))
+		/* No loop to come back on: the guest's next notify serves the rest. */
+		atomic_fetch_add(&vp->yields_lost, 1);
+}
+
 static const struct virtio_transport_ops vp_transport_ops = {
     .queue_used = vp_queue_used_locked,
     .needs_reset = vp_needs_reset,
     .live = vp_live_locked,
     .queue_lock = vp_queue_lock,
     .queue_unlock = vp_queue_unlock,
+    .yield = vp_queue_yield,
 };
 
 static void vp_reset_locked(struct virtio_pci *vp)

@@ -56,6 +56,10 @@ struct virtio_host {
 	 * readable (the queue's notify eventfd; the device's own fds for q
 	 * are watched by the same thread). */
 	int (*watch)(void *ctx, unsigned q, int fd, void (*ready)(void *arg), void *arg);
+	/* Called on queue q's thread: run fn(arg) at the end of that loop's
+	 * current pass (a pass cut short at its budget). 0 or -errno; NULL:
+	 * no such loop. */
+	int (*defer)(void *ctx, unsigned q, void (*fn)(void *arg), void *arg);
 	void *ctx;
 	struct log *log;
 };
@@ -94,6 +98,7 @@ struct virtio_pci {
 	_Atomic uint8_t status; /* without NEEDS_RESET, which is needs_reset */
 	_Atomic uint8_t config_generation;
 	atomic_bool needs_reset;
+	atomic_uint_fast64_t yields_lost; /* budget yields with nowhere to come back */
 	struct vmm_lock isr_lock; /* isr and the INTx level */
 	uint8_t isr;
 	struct virtio_pci_queue queues[VIRTIO_MAX_QUEUES];

@@ -7,16 +7,21 @@
 
 #define RNG_QUEUE_MAX 256
 
-/* 5.4.6: the device fills each device-writable buffer with random bytes. */
+/* 5.4.6: the device fills device-writable buffers with random bytes; at
+ * most VIRTIO_REQUEST_BYTES_MAX of one request (the used length says how
+ * many, 2.7.8), so no request costs the host more than that and the used
+ * length always fits (a legal chain may be 2^32 bytes). */
 static uint32_t rng_fill(void *ctx, const struct virtq_elem *e)
 {
 	struct virtio_rng *r = ctx;
 	uint64_t done = 0;
-	for (unsigned i = 0; i < e->nin; i++) {
+	for (unsigned i = 0; i < e->nin && done < VIRTIO_REQUEST_BYTES_MAX; i++) {
 		const struct iovec *v = &e->in[i];
-		size_t off = 0;
-		while (off < v->iov_len) {
-			ssize_t n = r->source((uint8_t *)v->iov_base + off, v->iov_len - off, 0);
+		size_t want = v->iov_len, off = 0;
+		if (want > VIRTIO_REQUEST_BYTES_MAX - done)
+			want = VIRTIO_REQUEST_BYTES_MAX - done;
+		while (off < want) {
+			ssize_t n = r->source((uint8_t *)v->iov_base + off, want - off, 0);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
@@ -24,7 +29,7 @@ static uint32_t rng_fill(void *ctx, const struct virtq_elem *e)
 			off += (size_t)n;
 		}
 		done += off;
-		if (off < v->iov_len)
+		if (off < want)
 			break;
 	}
 	atomic_fetch_add(&r->bytes, done);

@@ -71,8 +71,9 @@ static void console_print_stats(const struct vm_device *d, FILE *out)
 {
 	const struct console_device *c = d->state;
 	virtio_print_transport_stats(d, out);
-	fprintf(out, "vmm: stats: %s: tx %llu rx %llu rx-dropped %llu bytes\n", d->name,
-		STAT(c->console.tx_bytes), STAT(c->console.rx_bytes), STAT(c->console.rx_dropped));
+	fprintf(out, "vmm: stats: %s: tx %llu rx %llu rx-dropped %llu tx-dropped %llu bytes\n",
+		d->name, STAT(c->console.tx_bytes), STAT(c->console.rx_bytes),
+		STAT(c->console.rx_dropped), STAT(c->console.tx_dropped));
 }
 
 const struct device_kind device_kind_virtio_console = {

@@ -34,11 +34,17 @@ static int virtio_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg),
 	return event_loop_watch(virtio_queue_loop(ctx, q), fd, false, ready, arg);
 }
 
+/* A pass cut short at its budget comes back at the end of its loop's pass. */
+static int virtio_defer(void *ctx, unsigned q, void (*fn)(void *arg), void *arg)
+{
+	return event_loop_defer(virtio_queue_loop(ctx, q), fn, arg);
+}
+
 int virtio_instance_plug(struct virtio_instance *v, struct virtio_dev *dev, const char *name,
 			 uint8_t slot, struct err *e)
 {
 	const struct device_host *h = v->host;
-	struct virtio_host vh = {virtio_ioeventfd, virtio_watch, v, h->log};
+	struct virtio_host vh = {virtio_ioeventfd, virtio_watch, virtio_defer, v, h->log};
 	int ret = virtio_pci_init(&v->vp, dev, name, h->irq, h->mem, &vh, h->intx_only);
 	if (!ret)
 		ret = pci_bus_add_device(h->pci, &v->vp.pci, slot, 1);

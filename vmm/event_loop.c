@@ -49,9 +49,10 @@ int event_loop_unwatch(struct event_loop *l, int fd)
 	return -ENOENT;
 }
 
-static int hook_add(struct event_hook *hooks, unsigned *n, void (*fn)(void *arg), void *arg)
+static int hook_add(struct event_hook *hooks, unsigned *n, unsigned cap, void (*fn)(void *arg),
+		    void *arg)
 {
-	if (*n == EVENT_LOOP_MAX_HOOKS)
+	if (*n == cap)
 		return -ENOSPC;
 	hooks[(*n)++] = (struct event_hook){fn, arg};
 	return 0;
@@ -59,12 +60,31 @@ static int hook_add(struct event_hook *hooks, unsigned *n, void (*fn)(void *arg)
 
 int event_loop_on_stop(struct event_loop *l, void (*fn)(void *arg), void *arg)
 {
-	return hook_add(l->on_stop, &l->non_stop, fn, arg);
+	return hook_add(l->on_stop, &l->non_stop, EVENT_LOOP_MAX_HOOKS, fn, arg);
 }
 
 int event_loop_on_pass_end(struct event_loop *l, void (*fn)(void *arg), void *arg)
 {
-	return hook_add(l->pass_end, &l->npass_end, fn, arg);
+	return hook_add(l->pass_end, &l->npass_end, EVENT_LOOP_MAX_HOOKS, fn, arg);
+}
+
+int event_loop_defer(struct event_loop *l, void (*fn)(void *arg), void *arg)
+{
+	for (unsigned i = 0; i < l->ndeferred; i++)
+		if (l->deferred[i].fn == fn && l->deferred[i].arg == arg)
+			return 0;
+	return hook_add(l->deferred, &l->ndeferred, EVENT_LOOP_MAX_DEFERRED, fn, arg);
+}
+
+/* The work deferred during this pass; what it defers again runs next pass. */
+static void deferred_run(struct event_loop *l)
+{
+	struct event_hook now[EVENT_LOOP_MAX_DEFERRED];
+	unsigned n = l->ndeferred;
+	memcpy(now, l->deferred, n * sizeof(now[0]));
+	l->ndeferred = 0;
+	for (unsigned i = 0; i < n && !atomic_load(&l->stop_requested); i++)
+		now[i].fn(now[i].arg);
 }
 
 static void hooks_run(const struct event_hook *hooks, unsigned n)
@@ -77,7 +97,8 @@ int event_loop_run(struct event_loop *l, struct err *e)
 {
 	struct epoll_event evs[EVENTS_PER_PASS];
 	while (!atomic_load(&l->stop_requested)) {
-		int n = epoll_wait(l->epoll_fd, evs, EVENTS_PER_PASS, -1);
+		/* Deferred work waiting: look at the files, do not sleep. */
+		int n = epoll_wait(l->epoll_fd, evs, EVENTS_PER_PASS, l->ndeferred ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -93,6 +114,7 @@ int event_loop_run(struct event_loop *l, struct err *e)
 			atomic_fetch_add_explicit(&l->events, 1, memory_order_relaxed);
 			w->ready(w->arg);
 		}
+		deferred_run(l);
 		hooks_run(l->pass_end, l->npass_end);
 	}
 	return 0;

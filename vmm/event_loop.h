@@ -2,10 +2,12 @@
  * One event loop type, run by the main thread and by every I/O thread
  * (kvmtool's struct kvm__epoll, Cloud Hypervisor's EpollHelper): file
  * watches on an epoll set, a stop eventfd, hooks run once the loop has
- * stopped (a disk queue waits there for its requests in flight), and hooks
- * run at the end of every pass (a queue that used up its budget for one
- * pass re-arms itself there, so one busy queue never starves the rest of
- * the loop: issue 17's bound on the work one guest request can cause).
+ * stopped (a disk queue waits there for its requests in flight), hooks run
+ * at the end of every pass, and deferred work: a queue that used up its
+ * budget for one pass (devices/virtio.h) asks to be served again at the end
+ * of the pass, after every other ready file, and the loop does not sleep
+ * while any is deferred. So one busy queue never starves the loop, and a
+ * signal or --timeout acts within one pass.
  */
 #ifndef VMM_EVENT_LOOP_H
 #define VMM_EVENT_LOOP_H
@@ -16,8 +18,9 @@
 
 struct err;
 
-#define EVENT_LOOP_MAX_WATCHES 64
-#define EVENT_LOOP_MAX_HOOKS   32
+#define EVENT_LOOP_MAX_WATCHES	64
+#define EVENT_LOOP_MAX_HOOKS	32
+#define EVENT_LOOP_MAX_DEFERRED 64
 
 struct event_watch {
 	int fd;
@@ -40,6 +43,8 @@ struct event_loop {
 	unsigned non_stop;
 	struct event_hook pass_end[EVENT_LOOP_MAX_HOOKS];
 	unsigned npass_end;
+	struct event_hook deferred[EVENT_LOOP_MAX_DEFERRED]; /* run at this pass's end */
+	unsigned ndeferred;
 	atomic_bool stop_requested;
 	atomic_uint_fast64_t wakeups, events; /* epoll_wait returns, fds served */
 };
@@ -56,6 +61,10 @@ int event_loop_unwatch(struct event_loop *l, int fd);
 int event_loop_on_stop(struct event_loop *l, void (*fn)(void *arg), void *arg);
 /* fn(arg) after every pass over the ready files. 0 or -ENOSPC. */
 int event_loop_on_pass_end(struct event_loop *l, void (*fn)(void *arg), void *arg);
+/* fn(arg) once, at the end of the current pass, on the loop's thread (the
+ * only thread that may call this); the same (fn, arg) twice runs once.
+ * 0 or -ENOSPC. */
+int event_loop_defer(struct event_loop *l, void (*fn)(void *arg), void *arg);
 /* Serves the watches until event_loop_request_stop; -1 with an error when
  * epoll_wait fails (the loop has stopped then too). */
 int event_loop_run(struct event_loop *l, struct err *e);

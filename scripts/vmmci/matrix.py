@@ -6,6 +6,8 @@ import struct
 import subprocess
 from dataclasses import dataclass, field
 
+from vmmtools import host
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECIPE = re.compile(r"^(5\.10|6\.1|6\.12):(msi|nomsi)$")
 SERIES = ("5.10", "6.1", "6.12")
@@ -15,22 +17,12 @@ QUICK = [("6.1:msi", "msix", 1), ("6.1:msi", "intx", 1), ("6.1:nomsi", "msix", 1
 
 def host_emulates_ring0():
     """The nested, page-table based KVM (kvm_pvm), or no vmx/svm at all."""
-    if os.path.exists("/sys/module/kvm_pvm"):
-        return True
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return not re.search(r"\b(vmx|svm)\b", flags)
+    return host.facts()["emulates_ring0"]
 
 
 def host_kind():
-    if os.path.exists("/sys/module/kvm_pvm"):
-        return "nested page-table based KVM (kvm_pvm): guest ring 0 is emulated"
-    if host_emulates_ring0():
-        return "KVM without vmx/svm: guest ring 0 is emulated"
-    return "hardware-assisted KVM"
+    """One line: which KVM this is, and whether it emulates guest ring 0."""
+    return host.facts()["kvm_summary"]
 
 
 @dataclass

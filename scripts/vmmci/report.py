@@ -5,6 +5,9 @@ import re
 import statistics
 import xml.etree.ElementTree as ET
 
+from vmmtools import charts as mpl
+from vmmtools.report import table, write_json
+
 IO_NOTE = ("On a host that emulates guest ring 0 these figures measure the emulated "
            "guest kernel (every system call, page fault and interrupt handler runs "
            "instruction by instruction) far more than the interrupt path.")
@@ -13,8 +16,8 @@ IO_NOTE = ("On a host that emulates guest ring 0 these figures measure the emula
 def write_all(out, meta, cells):
     os.makedirs(out, exist_ok=True)
     cells = sorted(cells, key=lambda c: natural(c["id"]))
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "cells": cells}, f, indent=1, sort_keys=True)
+    write_json(os.path.join(out, "results.json"), {"meta": meta, "cells": cells},
+               sort_keys=True)
     write_junit(os.path.join(out, "junit.xml"), cells)
     charts = write_charts(out, cells, "emulated" in meta.get("host", ""))
     with open(os.path.join(out, "summary.md"), "w") as f:
@@ -129,42 +132,23 @@ def summary_md(meta, cells, charts):
            f"{meta.get('date', '')}; `{meta.get('command', '')}`"
            + (f"; load average at the end {meta['loadavg_at_end'][0]} on {meta.get('cpu_count')} "
               "cores" if meta.get("loadavg_at_end") else "") + ".", ""]
-    out += ["| cell | kernel | mode | vCPUs | result | Run /init (dmesg s) | Run /init (wall s) "
-            "| irq path | userspace | failed checks |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for c in cells:
-        b = c["boot"]
-        dm = "-" if b["run_init_dmesg_s"] is None else f"{b['run_init_dmesg_s']:.1f}"
-        wall = b["wall_s"].get("run_init")
-        us = "ran" if c["userspace"] == "ran" else "not possible here"
-        out.append(f"| {c['id']} | {c['version']} {c['variant'] or 'user'} | {c['mode']} | "
-                   f"{c['cpus']} | {'PASS' if c['result'] == 'pass' else '**FAIL**'} | {dm} | "
-                   f"{'-' if wall is None else f'{wall:.1f}'} | {paths_text(c)} | {us} | "
-                   f"{fails_text(c)} |")
+    out += table(["cell", "kernel", "mode", "vCPUs", "result", "Run /init (dmesg s)",
+                  "Run /init (wall s)", "irq path", "userspace", "failed checks"],
+                 "l" * 10, [cell_cells(c) for c in cells])
     out += ["", "## Boot time to \"Run /init\"", "",
             "mean (min-max, sd) over the repeats, seconds; dmesg is the guest's own clock, "
-            "wall is the host's from the VMM's start.", "",
-            "| kernel | mode | vCPUs | n | dmesg | wall | host load (1-min avg at cell start) |",
-            "|---|---|---|---|---|---|---|"]
+            "wall is the host's from the VMM's start.", ""]
     groups = boot_groups(cells)
-    for key in sorted(groups, key=group_order):
-        (label, mode, cpus), g = key, groups[key]
-        load = f"{statistics.mean(g['load']):.1f}" if g["load"] else "-"
-        out.append(f"| {label} ({g['version']}) | {mode} | {cpus} | {len(g['dmesg'])} | "
-                   f"{spread(g['dmesg'])} | {spread(g['wall'])} | {load} |")
+    out += table(["kernel", "mode", "vCPUs", "n", "dmesg", "wall",
+                  "host load (1-min avg at cell start)"], "l" * 7,
+                 [group_cells(key, groups[key]) for key in sorted(groups, key=group_order)])
     io = [c for c in cells if c.get("fio") or c.get("iperf3")]
     if io:
         note = IO_NOTE if "emulated" in meta.get("host", "") else ""
-        out += ["", "## fio and iperf3", "", note, "",
-                "| cell | irq path | fio read IOPS | fio write IOPS | fio read KiB/s "
-                "| fio write KiB/s | iperf3 sender Mbit/s | iperf3 receiver Mbit/s | host load |",
-                "|---|---|---|---|---|---|---|---|---|"]
-        for c in io:
-            f, i = c.get("fio") or {}, c.get("iperf3") or {}
-            out.append(f"| {c['id']} | {paths_text(c)} | {num(f.get('read_iops'))} | "
-                       f"{num(f.get('write_iops'))} | {num(f.get('read_kib_s'))} | "
-                       f"{num(f.get('write_kib_s'))} | {num(i.get('sender_mbit_s'))} | "
-                       f"{num(i.get('receiver_mbit_s'))} | {num(c.get('host_loadavg_at_start'))} |")
+        out += ["", "## fio and iperf3", "", note, ""]
+        out += table(["cell", "irq path", "fio read IOPS", "fio write IOPS", "fio read KiB/s",
+                      "fio write KiB/s", "iperf3 sender Mbit/s", "iperf3 receiver Mbit/s",
+                      "host load"], "l" * 9, [io_cells(c) for c in io])
     fl = failures(cells)
     if fl:
         out += ["", "## Failures", ""] + [f"- {x}" for x in fl]
@@ -180,6 +164,32 @@ def summary_md(meta, cells, charts):
     return "\n".join(out) + "\n"
 
 
+def cell_cells(c):
+    """A cell's row of the first table."""
+    b = c["boot"]
+    dm = "-" if b["run_init_dmesg_s"] is None else f"{b['run_init_dmesg_s']:.1f}"
+    wall = b["wall_s"].get("run_init")
+    return [c["id"], f"{c['version']} {c['variant'] or 'user'}", c["mode"], c["cpus"],
+            "PASS" if c["result"] == "pass" else "**FAIL**", dm,
+            "-" if wall is None else f"{wall:.1f}", paths_text(c),
+            "ran" if c["userspace"] == "ran" else "not possible here", fails_text(c)]
+
+
+def group_cells(key, g):
+    """A (kernel, mode, vCPUs) group's row of the boot-time table."""
+    label, mode, cpus = key
+    load = f"{statistics.mean(g['load']):.1f}" if g["load"] else "-"
+    return [f"{label} ({g['version']})", mode, cpus, len(g["dmesg"]), spread(g["dmesg"]),
+            spread(g["wall"]), load]
+
+
+def io_cells(c):
+    f, i = c.get("fio") or {}, c.get("iperf3") or {}
+    return [c["id"], paths_text(c), num(f.get("read_iops")), num(f.get("write_iops")),
+            num(f.get("read_kib_s")), num(f.get("write_kib_s")), num(i.get("sender_mbit_s")),
+            num(i.get("receiver_mbit_s")), num(c.get("host_loadavg_at_start"))]
+
+
 def num(v):
     return "-" if v is None else f"{v:.1f}"
 
@@ -187,12 +197,9 @@ def num(v):
 # ---- charts ----
 
 def write_charts(out, cells, emulated):
-    try:
-        import matplotlib
-        matplotlib.use("svg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if mpl.missing():
         return []
+    plt = mpl.pyplot("svg")
     charts = []
     if boot_chart(plt, os.path.join(out, "boot_time.svg"), cells):
         charts.append("boot_time.svg")
@@ -216,7 +223,7 @@ def boot_chart(plt, path, cells):
             if not vals:
                 continue
             m = statistics.mean(vals)
-            xs.append(li + (si - (len(series) - 1) / 2) * width)
+            xs.append(li + mpl.bar_offset(si, len(series), width))
             means.append(m)
             lo.append(m - min(vals))
             hi.append(max(vals) - m)
@@ -232,9 +239,7 @@ def boot_chart(plt, path, cells):
     ax.set_ylabel("dmesg seconds at \"Run /init\"")
     ax.set_title("Boot time to \"Run /init\" (mean, min-max over repeats)", fontsize="medium")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    mpl.save(plt, fig, path)
     return True
 
 
@@ -247,8 +252,8 @@ def io_chart(plt, path, cells, emulated=False):
     xs = range(len(rows))
     r = [(c.get("fio") or {}).get("read_iops", 0) for c in rows]
     w = [(c.get("fio") or {}).get("write_iops", 0) for c in rows]
-    a1.bar([x - 0.2 for x in xs], r, 0.4, label="read")
-    a1.bar([x + 0.2 for x in xs], w, 0.4, label="write")
+    a1.bar([x + mpl.bar_offset(0, 2, 0.4) for x in xs], r, 0.4, label="read")
+    a1.bar([x + mpl.bar_offset(1, 2, 0.4) for x in xs], w, 0.4, label="write")
     a1.set_title("fio rw, libaio, 2 jobs: IOPS")
     a1.set_xticks(list(xs), names, rotation=60, ha="right", fontsize="x-small")
     a1.legend(fontsize="small")
@@ -258,7 +263,5 @@ def io_chart(plt, path, cells, emulated=False):
     if emulated:
         fig.suptitle("Host emulates guest ring 0: these figures measure the guest kernel "
                      "more than the interrupt path", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    mpl.save(plt, fig, path)
     return True

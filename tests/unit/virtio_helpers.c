@@ -140,11 +140,44 @@ static int fh_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg), voi
 	return 0;
 }
 
+static int fh_defer(void *ctx, unsigned q, void (*fn)(void *arg), void *arg)
+{
+	struct fake_host *h = ctx;
+	h->deferrals++;
+	for (unsigned i = 0; i < h->ndeferred; i++)
+		if (h->deferred[i].fn == fn && h->deferred[i].arg == arg)
+			return 0;
+	ck_assert_uint_lt(h->ndeferred, FAKE_HOST_WATCH_MAX);
+	h->deferred[h->ndeferred].q = q;
+	h->deferred[h->ndeferred].fn = fn;
+	h->deferred[h->ndeferred].arg = arg;
+	h->ndeferred++;
+	return 0;
+}
+
+unsigned fake_host_run_deferred(struct fake_host *h)
+{
+	unsigned n = h->ndeferred;
+	void (*fn[FAKE_HOST_WATCH_MAX])(void *);
+	void *arg[FAKE_HOST_WATCH_MAX];
+	for (unsigned i = 0; i < n; i++) {
+		fn[i] = h->deferred[i].fn;
+		arg[i] = h->deferred[i].arg;
+	}
+	h->ndeferred = 0;
+	for (unsigned i = 0; i < n; i++)
+		fn[i](arg[i]);
+	return n;
+}
+
 struct virtio_host fake_host_make(struct fake_host *h, struct log *log)
 {
 	memset(h, 0, sizeof(*h));
-	return (struct virtio_host){
-	    .ioeventfd = fh_ioeventfd, .watch = fh_watch, .ctx = h, .log = log};
+	return (struct virtio_host){.ioeventfd = fh_ioeventfd,
+				    .watch = fh_watch,
+				    .defer = fh_defer,
+				    .ctx = h,
+				    .log = log};
 }
 
 int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa)

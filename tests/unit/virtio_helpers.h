@@ -78,6 +78,12 @@ struct fake_host {
 	} w[FAKE_HOST_WATCH_MAX];
 	unsigned nw;
 	int ioeventfd_ret; /* what ioeventfd() returns (0) */
+	struct {
+		unsigned q;
+		void (*fn)(void *arg);
+		void *arg;
+	} deferred[FAKE_HOST_WATCH_MAX]; /* a pass cut short asked to come back */
+	unsigned ndeferred, deferrals;
 };
 struct virtio_host fake_host_make(struct fake_host *h, struct log *log);
 /* The fd currently assigned at gpa (replaying assign/deassign), or -1. */
@@ -90,6 +96,9 @@ unsigned fake_host_poll(struct fake_host *h);
 unsigned fake_host_poll_queue(struct fake_host *h, unsigned q);
 /* The watch on fd, or -1. */
 int fake_host_watch_of(const struct fake_host *h, int fd);
+/* The end of a loop's pass: runs what was deferred (what that defers runs
+ * at the next call); returns how many ran. */
+unsigned fake_host_run_deferred(struct fake_host *h);
 
 /* ---- a transport that records what a device asks for ---- */
 struct fake_transport {

@@ -1,0 +1,84 @@
+"""summary.md, and the summary rows of results.json: the table to read
+first (every figure against its reference and target), then one part per
+section with its distributions."""
+from vmmtools.report import table
+
+from . import blkfio, dispatch, footprint, irq, multiqueue, virtio
+from .figures import fmt
+
+EMU_MARK = "†"
+CHARTS = ["irq_latency_cdf.svg", "virtio_rates.svg", "footprint.svg"]
+SECTIONS = [  # (key, title, its summary rows, its lines of summary.md)
+    ("irq_latency", irq.TITLE, irq.rows, irq.details),
+    ("virtio", virtio.TITLE, virtio.rows, virtio.details),
+    ("multiqueue", multiqueue.TITLE, multiqueue.rows, multiqueue.details),
+    ("exit_costs", virtio.EXITS_TITLE, virtio.exit_rows, virtio.exit_details),
+    ("exit_dispatch", dispatch.TITLE, dispatch.rows, dispatch.details),
+    ("footprint", footprint.TITLE, footprint.rows, footprint.details),
+    ("blk_model_vs_fio", blkfio.TITLE, blkfio.rows, blkfio.details),
+]
+
+
+def summary_rows(doc):
+    """One row per figure, section by section: what, ours, the reference
+    and its value, the ratio, the target and whether it is met."""
+    return [r for key, _, rows, _ in SECTIONS for r in rows(doc["sections"][key])]
+
+
+def emulated(doc):
+    """Whether the host emulates guest ring 0 (figures marked †)."""
+    return doc["host"]["kvm_kind"] == "nested-pagetable"
+
+
+def head(doc):
+    h = doc["host"]
+    lines = [f"# vmm-bench {'(--quick) ' if doc['quick'] else ''}— {doc['started']}", "",
+             f"Host: {h['cpu_model']}, {h['cores']} cores, kernel {h['kernel']}; "
+             f"KVM: {h['kvm_description']}. Load average {h['loadavg_start']:.2f} at start, "
+             f"{h['loadavg_end']:.2f} at the end. Tree {doc['tree']['commit']}"
+             f"{' (dirty)' if doc['tree']['dirty'] else ''}; {h.get('qemu') or 'no QEMU'}. "
+             f"Run took {doc['duration_s']} s.", ""]
+    if emulated(doc):
+        lines += [f"{EMU_MARK} On this host guest ring 0 is emulated, about 2 µs per "
+                  f"instruction: figures marked {EMU_MARK} include that emulation (interrupt "
+                  "entry, the handler, iretq) on both sides of each ratio, so they are not "
+                  "bare-metal figures and the ratios are diluted by it.", ""]
+    return lines
+
+
+def summary_cells(r, emu):
+    mark = f" {EMU_MARK}" if r["emulated"] and emu else ""
+    ours = fmt(r["ours"], r["unit"]) if r["ours"] is not None else (r["status"] or "—")
+    ref = f"{r['reference']}: {fmt(r['reference_value'], r['unit'])}"
+    rat = f"{r['ratio']:.2f}×" if r["ratio"] is not None else "—"
+    met = "—" if r["met"] is None else ("yes" if r["met"] else "**no**")
+    return [r["section"], r["figure"] + mark, ours, ref, rat, r["target"] or "", met]
+
+
+def summary_table(doc):
+    emu = emulated(doc)
+    return table(["section", "figure", "ours", "reference", "ratio ours/ref", "target", "met"],
+                 "llrrrll", [summary_cells(r, emu) for r in doc["summary"]])
+
+
+def section_part(key, title, sec, details):
+    lines = [f"### {key}: {title}", "",
+             f"Status: **{sec['status']}**" + (f" — {sec['note']}" if sec.get("note") else "")]
+    if sec.get("method"):
+        lines += ["", "Method: " + sec["method"].rstrip(".") + "."]
+    return lines + [""] + details(sec) + [""]
+
+
+def summary_md(doc):
+    lines = head(doc) + summary_table(doc) + [
+        "", f"Charts: {', '.join(f'`{c}`' for c in CHARTS)}. Every figure with its sample "
+        "count and min/p50/p90/p99/max: `results.json`; raw samples and logs: `raw/`.", "",
+        "## Sections", ""]
+    for key, title, _, details in SECTIONS:
+        lines += section_part(key, title, doc["sections"][key], details)
+    return "\n".join(lines)
+
+
+def write_summary(doc, path):
+    with open(path, "w") as f:
+        f.write(summary_md(doc))
