@@ -164,7 +164,8 @@ static uint32_t net_tx(void *ctx, const struct virtq_elem *e)
 {
 	struct virtio_net_pair *p = ctx;
 	struct virtio_net *n = p->net;
-	static const struct virtio_net_hdr_mrg_rxbuf clean = {.hdr.gso_type = VIRTIO_NET_HDR_GSO_NONE};
+	static const struct virtio_net_hdr_mrg_rxbuf clean = {.hdr.gso_type =
+								  VIRTIO_NET_HDR_GSO_NONE};
 	struct iovec iov[VIRTQ_MAX_IOV + 1];
 	bool fits = e->out_len >= VIRTIO_NET_HDR_LEN && e->out_len <= VIRTIO_NET_FRAME_MAX;
 	int niov = 0;

@@ -99,7 +99,7 @@ struct virtio_pci {
 	_Atomic uint8_t config_generation;
 	atomic_bool needs_reset;
 	atomic_uint_fast64_t yields_lost; /* budget yields with nowhere to come back */
-	struct vmm_lock isr_lock; /* isr and the INTx level */
+	struct vmm_lock isr_lock;	  /* isr and the INTx level */
 	uint8_t isr;
 	struct virtio_pci_queue queues[VIRTIO_MAX_QUEUES];
 	uint8_t cfg_cap; /* config offset of the PCI-configuration-access cap */

@@ -112,8 +112,8 @@ for r in $(seq 1 "$rounds"); do
 	echo "round $r done: fio $(fio_iops "$out/fio.$r.json") IOPS, fio in batches of 32 $(fio_iops "$out/fiob.$r.json") IOPS, model $(sed -n 's/.*"iops":\([0-9]*\).*/\1/p' "$out/model.$r.json") IOPS"
 done
 
-pvm=no
-[ -d /sys/module/kvm_pvm ] && pvm=yes
+# Host facts come from the one place vmm-bench and vmm-ci read them too.
+host_fact() { python3 "$here/../../scripts/vmmtools/host.py" --get "$1"; }
 dev=$(df --output=source "$file" | tail -1)
 sched=
 blkname=$(basename "$(readlink -f "$dev")" 2>/dev/null || true)
@@ -172,8 +172,8 @@ if json_out:
 PY
 
 echo
-echo "host: kernel $(uname -r), nproc $(nproc), cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(fio --version)"
-if [ "$pvm" = yes ]; then
+echo "host: kernel $(host_fact kernel), nproc $(host_fact cores), cpu: $(host_fact cpu_model), $(fio --version)"
+if [ "$(host_fact kvm_pvm_module)" = yes ]; then
 	echo "host: /sys/module/kvm_pvm exists: this machine runs nested KVM (PVM), i.e. it is itself a guest;"
 	echo "      its disk is the outer hypervisor's virtual device, so absolute IOPS say little about bare metal"
 else

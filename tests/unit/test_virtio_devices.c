@@ -96,6 +96,55 @@ START_TEST(test_rng_broken_chain_needs_reset)
 }
 END_TEST
 
+/* Issue 17: one notify with many legal requests is served one budget at a
+ * time: the pass stops at VIRTIO_PASS_BYTES (each request charged at most
+ * VIRTIO_REQUEST_BYTES_MAX), the device yields (the transport serves the
+ * queue again at the end of the loop's pass) and nothing is lost. */
+START_TEST(test_rng_pass_stops_at_its_budget_and_yields)
+{
+	const unsigned per_pass = VIRTIO_PASS_BYTES / VIRTIO_REQUEST_BYTES_MAX; /* 64 */
+	vrd_layout(&vr[0], ram.buf, 256, RING);
+	fake_dev_queue(&rng.vdev, 0, &ram.m, &vr[0]);
+	for (uint16_t i = 0; i < 100; i++) {
+		vrd_desc(&vr[0], i, BUF, 1u << 20, VQ_WRITE, 0);
+		vrd_publish(&vr[0], i);
+	}
+	rng.vdev.ops->queue_notify(&rng.vdev, 0);
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), per_pass);
+	ck_assert_uint_eq(ft.yields[0], 1);
+	ck_assert_uint_eq(ft.used[0], 1);	  /* one interrupt decision for the pass */
+	rng.vdev.ops->queue_notify(&rng.vdev, 0); /* what the yield brings back */
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 100);
+	ck_assert_uint_eq(ft.yields[0], 1); /* nothing left behind this time */
+	for (unsigned k = 0; k < 100; k++)
+		ck_assert_uint_eq(used_len_of(&vr[0], k), VIRTIO_REQUEST_BYTES_MAX);
+	ck_assert_uint_eq(atomic_load(&rng.bytes), 100ULL * VIRTIO_REQUEST_BYTES_MAX);
+}
+END_TEST
+
+/* A chain of gigabytes (legal up to 2^32, 2.7.5): the device writes at
+ * most VIRTIO_REQUEST_BYTES_MAX and says so in the used length, so the
+ * host does bounded work and the used length cannot wrap (a 2^32-byte
+ * chain reported 0 before). */
+START_TEST(test_rng_huge_chain_used_length_is_what_was_written)
+{
+	/* 256 x 14 MiB over one buffer, through an indirect table: 3.5 GiB. */
+	static struct vbuf b[256];
+	for (unsigned i = 0; i < 256; i++)
+		b[i] = (struct vbuf){BUF, 14u << 20, true};
+	vrd_layout(&vr[0], ram.buf, 256, RING);
+	fake_dev_queue(&rng.vdev, 0, &ram.m, &vr[0]);
+	vrd_table(ram.buf, 0x100000, b, 256);
+	vrd_desc(&vr[0], 0, 0x100000, 256 * 16, VQ_INDIRECT, 0);
+	vrd_publish(&vr[0], 0);
+	rng.vdev.ops->queue_notify(&rng.vdev, 0);
+	ck_assert_uint_eq(ft.needs_reset, 0);
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 1);
+	ck_assert_uint_eq(used_len_of(&vr[0], 0), VIRTIO_REQUEST_BYTES_MAX);
+	ck_assert_uint_eq(atomic_load(&rng.bytes), VIRTIO_REQUEST_BYTES_MAX);
+}
+END_TEST
+
 /* ---- virtio-blk (5.2) ---- */
 
 enum { T_IN = 0, T_OUT = 1, T_FLUSH = 4, T_GET_ID = 8, T_DISCARD = 11 };
@@ -407,6 +456,46 @@ START_TEST(test_blk_ro_offers_ro_and_refuses_writes)
 }
 END_TEST
 
+/* Issue 17: O_DIRECT bounce buffers do not grow with what the guest asks:
+ * 8 unaligned 1 MiB reads in one notify keep at most BLK_BOUNCE_QUEUE_MAX
+ * in flight (the rest wait in the ring and go when memory comes back), all
+ * complete OK; an unaligned request over BLK_BOUNCE_REQUEST_MAX is IOERR. */
+START_TEST(test_blk_direct_bounce_memory_is_bounded)
+{
+	struct err e = {0};
+	char big[64];
+	snprintf(big, sizeof(big), "/tmp/vmm-unit-bounce-XXXXXX");
+	int fd = mkstemp(big);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
+	virtio_blk_destroy(&blk);
+	ck_assert_int_eq(virtio_blk_init(&blk, big, false, true, 1, &e), 0);
+	unlink(big);
+	close(fd);
+	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
+	fake_dev_queue(&blk.vdev, 0, &ram.m, &vr[0]);
+	for (uint16_t h = 0; h < 8; h++) {
+		const struct vbuf d = {BUF + 1, 1u << 20, true}; /* not sector-aligned */
+		blk_req(h, T_IN, 0, &d, 1);
+	}
+	blk.vdev.ops->queue_notify(&blk.vdev, 0);
+	ck_assert_uint_le(blk.queues[0].bounce_bytes, BLK_BOUNCE_QUEUE_MAX);
+	ck_assert_uint_eq(blk.queues[0].inflight, BLK_BOUNCE_QUEUE_MAX / (1u << 20));
+	ck_assert_uint_ge(atomic_load(&blk.stats.bounce_waits), 1);
+	blk_run(8);
+	for (unsigned k = 0; k < 8; k++)
+		ck_assert_uint_eq(ram.buf[STAT + k], S_OK);
+	ck_assert_uint_eq(blk.queues[0].bounce_bytes, 0);
+	ck_assert_uint_eq(atomic_load(&blk.stats.bounced), 8);
+	/* Past the per-request limit: IOERR at once, nothing allocated. */
+	const struct vbuf huge = {BUF + 1, 2u << 20, true};
+	blk_req(0, T_IN, 0, &huge, 1);
+	blk_run(9);
+	ck_assert_uint_eq(ram.buf[STAT + 0], S_IOERR);
+	ck_assert_uint_eq(atomic_load(&blk.stats.bounced), 8);
+}
+END_TEST
+
 /* ---- virtio-console (5.3) ---- */
 
 enum { RXQ = 0, TXQ = 1 };
@@ -452,6 +541,21 @@ START_TEST(test_console_tx_reaches_sink)
 	ck_assert_uint_eq(vrd_used_idx(&vr[TXQ]), 2);
 	ck_assert_uint_eq(used_len_of(&vr[TXQ], 0), 0); /* nothing written back */
 	ck_assert_uint_eq(ft.used[TXQ], 1);
+}
+END_TEST
+
+/* Issue 17: one transmit buffer makes the host write at most
+ * VIRTIO_REQUEST_BYTES_MAX; the rest is dropped and counted. */
+START_TEST(test_console_tx_one_buffer_writes_at_most_the_request_cap)
+{
+	const uint32_t len = VIRTIO_REQUEST_BYTES_MAX + 5000;
+	memset(ram.buf + BUF, 'x', len);
+	vrd_desc(&vr[TXQ], 0, BUF, len, 0, 0);
+	vrd_publish(&vr[TXQ], 0);
+	con.vdev.ops->queue_notify(&con.vdev, TXQ);
+	ck_assert_uint_eq(vrd_used_idx(&vr[TXQ]), 1);
+	ck_assert_uint_eq(atomic_load(&con.tx_bytes), VIRTIO_REQUEST_BYTES_MAX);
+	ck_assert_uint_eq(atomic_load(&con.tx_dropped), 5000);
 }
 END_TEST
 
@@ -550,6 +654,8 @@ static Suite *virtio_devices_suite(void)
 	Suite *s = suite_create("virtio_devices");
 	TCase *t = tcase_create("rng");
 	tcase_add_checked_fixture(t, rng_setup, rng_teardown);
+	tcase_add_test(t, test_rng_pass_stops_at_its_budget_and_yields);
+	tcase_add_test(t, test_rng_huge_chain_used_length_is_what_was_written);
 	tcase_add_test(t, test_rng_fills_writable_buffers);
 	tcase_add_test(t, test_rng_broken_chain_needs_reset);
 	suite_add_tcase(s, t);
@@ -575,11 +681,13 @@ static Suite *virtio_devices_suite(void)
 	tcase_add_checked_fixture(t, blk_setup_ro, blk_teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_blk_ro_offers_ro_and_refuses_writes);
+	tcase_add_test(t, test_blk_direct_bounce_memory_is_bounded);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("console");
 	tcase_add_checked_fixture(t, con_setup, con_teardown);
 	tcase_add_test(t, test_console_tx_reaches_sink);
+	tcase_add_test(t, test_console_tx_one_buffer_writes_at_most_the_request_cap);
 	tcase_add_test(t, test_console_rx_fills_posted_buffers);
 	tcase_add_test(t, test_console_input_kept_until_buffers_posted);
 	tcase_add_test(t, test_console_input_waits_for_driver_ok);

@@ -203,6 +203,42 @@ START_TEST(test_net_tx_reaches_tap_without_header)
 }
 END_TEST
 
+/* Issue 17: no offload is offered, so the guest's vnet header is not the
+ * tap's to act on: a header claiming TCPv4 segmentation on an ethertype
+ * that is not IP (the tap refuses such a frame, EINVAL) still sends the
+ * frame, behind a clean header. A frame longer than VIRTIO_NET_FRAME_MAX
+ * is dropped unsent, counted as a transmit error. */
+START_TEST(test_net_tx_guest_header_not_passed_and_oversized_dropped)
+{
+	uint8_t f[60], got[2048];
+	frame(f, sizeof(f), 2);
+	uint8_t *h = ram.buf + BUF;
+	memset(h, 0, HLEN);
+	h[0] = 1;	    /* flags: VIRTIO_NET_HDR_F_NEEDS_CSUM */
+	h[1] = 1;	    /* gso_type: VIRTIO_NET_HDR_GSO_TCPV4 */
+	put16(h + 2, 54);   /* hdr_len */
+	put16(h + 4, 1000); /* gso_size */
+	put16(h + 6, 14);   /* csum_start */
+	put16(h + 8, 16);   /* csum_offset */
+	memcpy(ram.buf + BUF + 0x1000, f, sizeof(f));
+	const struct vbuf b[] = {{BUF, HLEN, false}, {BUF + 0x1000, sizeof(f), false}};
+	vrd_chain(&vr[TXQ], 0, b, 2);
+	vrd_publish(&vr[TXQ], 0);
+	/* 70,000 bytes: over VIRTIO_NET_FRAME_MAX. */
+	const struct vbuf big[] = {{BUF, HLEN, false}, {BUF + 0x1000, 70000, false}};
+	vrd_chain(&vr[TXQ], 2, big, 2);
+	vrd_publish(&vr[TXQ], 2);
+	net.vdev.ops->queue_notify(&net.vdev, TXQ);
+	ck_assert_uint_eq(vrd_used_idx(&vr[TXQ]), 2);
+	ssize_t n = host_recv(got, sizeof(got));
+	ck_assert_int_eq(n, sizeof(f));
+	ck_assert_int_eq(memcmp(got, f, sizeof(f)), 0);
+	ck_assert_uint_eq(atomic_load(&net.tx_frames), 1);
+	ck_assert_uint_eq(atomic_load(&net.tx_errors), 1);
+	ck_assert_int_eq(host_recv(got, sizeof(got)), 0); /* the big one never left */
+}
+END_TEST
+
 START_TEST(test_net_rx_single_buffer)
 {
 	rx_post(0, 1526); /* 5.1.6.3.1: room for 1514 + header */
@@ -454,6 +490,7 @@ static Suite *virtio_net_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_net_config_and_features);
 	tcase_add_test(t, test_net_tx_reaches_tap_without_header);
+	tcase_add_test(t, test_net_tx_guest_header_not_passed_and_oversized_dropped);
 	tcase_add_test(t, test_net_rx_single_buffer);
 	tcase_add_test(t, test_net_rx_waits_for_buffers);
 	tcase_add_test(t, test_net_rx_never_truncates_without_mrg);

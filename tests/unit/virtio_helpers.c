@@ -173,11 +173,8 @@ unsigned fake_host_run_deferred(struct fake_host *h)
 struct virtio_host fake_host_make(struct fake_host *h, struct log *log)
 {
 	memset(h, 0, sizeof(*h));
-	return (struct virtio_host){.ioeventfd = fh_ioeventfd,
-				    .watch = fh_watch,
-				    .defer = fh_defer,
-				    .ctx = h,
-				    .log = log};
+	return (struct virtio_host){
+	    .ioeventfd = fh_ioeventfd, .watch = fh_watch, .defer = fh_defer, .ctx = h, .log = log};
 }
 
 int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa)
@@ -275,7 +272,14 @@ static bool ft_live(struct virtio_transport *t, unsigned q)
 	return !ft_of(t)->not_live;
 }
 
+static void ft_yield(struct virtio_transport *t, unsigned q)
+{
+	if (q < VIRTIO_MAX_QUEUES)
+		ft_of(t)->yields[q]++;
+}
+
 static const struct virtio_transport_ops ft_ops = {
+    .yield = ft_yield,
     .queue_used = ft_queue_used,
     .live = ft_live,
     .needs_reset = ft_needs_reset,

@@ -108,7 +108,8 @@ struct fake_transport {
 	char why[160];
 	int lock_depth[VIRTIO_MAX_QUEUES]; /* per queue lock */
 	unsigned locks[VIRTIO_MAX_QUEUES];
-	bool not_live; /* the driver has not set DRIVER_OK (or NEEDS_RESET) */
+	bool not_live;			    /* the driver has not set DRIVER_OK (or NEEDS_RESET) */
+	unsigned yields[VIRTIO_MAX_QUEUES]; /* passes cut short at their budget */
 };
 /* Plugs the device into the recorder; negotiated features = `features`. */
 void fake_transport_attach(struct fake_transport *f, struct virtio_dev *d, uint64_t features);
