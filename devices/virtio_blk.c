@@ -382,16 +382,22 @@ int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool 
 	snprintf(b->path, sizeof(b->path), "%s", path);
 	b->readonly = readonly;
 	b->direct = direct;
-	b->fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0));
+	/* O_NONBLOCK until the type is known: a FIFO must not block the open
+	 * (SIGTERM would not end it); regular files and block devices ignore
+	 * the flag for I/O, and it is cleared before any. */
+	b->fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+			       (direct ? O_DIRECT : 0));
 	if (b->fd < 0)
 		return err_set(e, ERR_INPUT, "%s", strerror(errno));
 	if (fstat(b->fd, &st) < 0)
 		return err_set(e, ERR_INPUT, "%s", strerror(errno));
+	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+		return err_set(e, ERR_INPUT, "not a regular file or block device");
+	if (fcntl(b->fd, F_SETFL, direct ? O_DIRECT : 0) < 0)
+		return err_set(e, ERR_HOST, "fcntl: %s", strerror(errno));
 	uint64_t bytes = (uint64_t)st.st_size;
 	if (S_ISBLK(st.st_mode) && ioctl(b->fd, BLKGETSIZE64, &bytes) < 0)
 		return err_set(e, ERR_INPUT, "cannot read its size: %s", strerror(errno));
-	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
-		return err_set(e, ERR_INPUT, "not a regular file or block device");
 	if (bytes < SECTOR)
 		return err_set(e, ERR_INPUT, "smaller than one 512-byte sector");
 	b->capacity = bytes / SECTOR;

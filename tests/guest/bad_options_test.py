@@ -25,7 +25,11 @@ CASES = [
     ("kernel does not exist", ["!", "--kernel", "/no/such/kernel"], r"cannot open kernel '/no/such/kernel'", False),
     ("kernel is a directory", ["!", "--kernel", "/"], r"kernel '/'", False),
     ("kernel is not a kernel", ["!", "--kernel", "@notakernel"], r"not a Linux kernel", False),
+    # A FIFO nobody writes: a blocking open would wait for ever, deaf to
+    # SIGTERM; the type is checked on a non-blocking descriptor first.
+    ("kernel is a FIFO", ["!", "--kernel", "@fifo"], r"kernel '.*/fifo' is not a regular file", False),
     ("initrd missing value", ["--initrd"], r"option --initrd needs a value", False),
+    ("initrd is a FIFO", ["--initrd", "@fifo"], r"initrd '.*/fifo' is not a regular file", False),
     ("initrd does not exist", ["--initrd", "/no/such/initrd"], r"initrd '/no/such/initrd'", False),
     ("cmdline missing value", ["--cmdline"], r"option --cmdline needs a value", False),
     ("memory not a number", ["--memory", "lots"], r"--memory: 'lots' is not a whole number", False),
@@ -74,6 +78,8 @@ CASES = [
     ("disk queues empty", ["--disk", "d.img,ro,queues="], r"--disk queues: '' is not a whole number", False),
     ("disk does not exist", ["--disk", "/no/such/disk"], r"--disk /no/such/disk: No such file or directory", True),
     ("disk is a directory", ["--disk", "/"], r"--disk /: ", True),
+    ("disk is a FIFO", ["--disk", "@fifo"], r"--disk .*/fifo: not a regular file or block device", True),
+    ("read-only disk is a FIFO", ["--disk", "@fifo,ro"], r"--disk .*/fifo: not a regular file or block device", True),
     ("net not a tap", ["--net", "user"], r"--net user: only tap\[=NAME\] is supported", False),
     ("net bad mac", ["--net", "tap,mac=zz:00:00:00:00:01"], r"--net mac: 'zz:00:00:00:00:01' is not a MAC address \(XX:XX:XX:XX:XX:XX\)", False),
     ("net multicast mac", ["--net", "tap,mac=01:00:00:00:00:01"], r"--net mac=01:00:00:00:00:01: a multicast MAC cannot be a NIC's", False),
@@ -115,19 +121,33 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "notakernel"), "w") as f:
                 f.write("not a kernel\n")
+            os.mkfifo(os.path.join(tmp, "fifo"))
+
+            def place(a):
+                for name in ("notakernel", "fifo"):
+                    a = a.replace("@" + name, os.path.join(tmp, name))
+                return a
             if args and args[0] == "!":
-                cmd = [vmm] + [a.replace("@notakernel", os.path.join(tmp, "notakernel"))
-                               for a in args[1:]]
+                cmd = [vmm] + [place(a) for a in args[1:]]
             else:
-                cmd = [vmm, "--kernel", kernel] + OUT + args
+                cmd = [vmm, "--kernel", kernel] + OUT + [place(a) for a in args]
             before = set(os.listdir(tmp))
-            p = subprocess.run(cmd, cwd=tmp, stdin=subprocess.DEVNULL, capture_output=True,
-                               text=True, timeout=60)
+            try:
+                # A generous bound: input is checked in milliseconds; a hang
+                # (the FIFO cases before the fix) is a failure, not a crash.
+                p = subprocess.run(cmd, cwd=tmp, stdin=subprocess.DEVNULL,
+                                   capture_output=True, text=True, timeout=60)
+            except subprocess.TimeoutExpired as t:
+                p = subprocess.CompletedProcess(cmd, "hung", t.stdout or "",
+                                                "(still running after 60 s)")
+                p.stdout = p.stdout if isinstance(p.stdout, str) else p.stdout.decode()
             made = set(os.listdir(tmp)) - before
         ran += 1
         lines = p.stderr.splitlines()
         problems = []
-        if p.returncode != 2:
+        if p.returncode == "hung":
+            problems.append("still running after 60 s: killed")
+        elif p.returncode != 2:
             problems.append(f"exit code {p.returncode}, expected 2")
         if len(lines) != 1:
             problems.append(f"{len(lines)} lines on stderr, expected one")

@@ -14,13 +14,20 @@ int file_read_all(const char *what, const char *path, size_t max, uint8_t **buf,
 		  struct err *e)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO or a tty must not wait for a writer (and
+	 * a blocked open would not see SIGTERM); the type is checked before
+	 * the first read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return err_set(e, ERR_INPUT, "cannot open %s '%s': %s", what, path,
 			       strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return err_set(e, ERR_INPUT, "%s '%s' is not a regular file", what, path);
+	}
+	if (fcntl(fd, F_SETFL, 0) < 0) {
+		close(fd);
+		return err_set(e, ERR_HOST, "%s '%s': fcntl: %s", what, path, strerror(errno));
 	}
 	if (st.st_size == 0 || (uint64_t)st.st_size > max) {
 		close(fd);
