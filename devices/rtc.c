@@ -69,8 +69,14 @@ static void rtc_guest_tm(struct rtc *r, struct tm *tm)
 		*tm = r->frozen; /* no update cycle while SET = 1 */
 		return;
 	}
+	/* The offset is bounded (years 0..9999, rtc_field_value), so the sum
+	 * cannot overflow; a host clock gmtime_r cannot express reads as the
+	 * epoch rather than as whatever the stack held. */
 	time_t t = r->now(r->now_ctx) + (time_t)r->offset_s;
-	gmtime_r(&t, tm);
+	if (!gmtime_r(&t, tm)) {
+		time_t zero = 0;
+		gmtime_r(&zero, tm);
+	}
 }
 
 /* The frozen time becomes the clock's time (SET 1 -> 0). */
@@ -129,17 +135,38 @@ static uint8_t rtc_reg_read(struct rtc *r, uint8_t reg)
  * copy, so a sequence through an impossible date (Feb 31 on the way from
  * Jan 31 to Feb 15) is never normalised; with SET = 0 it moves the clock.
  */
+/*
+ * The value a time register write stands for, or -1 when it is outside the
+ * field's range (data sheet, table 3: seconds 0-59, minutes 0-59, hours
+ * 1-12 or 0-23, date 1-31, month 1-12, year 0-99; the century byte 0-99):
+ * such a write is ignored, so no sequence of writes can carry the year
+ * past 9999 (0xFF written to the year as BCD is 165, and used to add a
+ * century and more each time until the arithmetic overflowed).
+ */
+static int rtc_field_value(const struct rtc *r, uint8_t reg, uint8_t v)
+{
+	static const uint8_t lo[RTC_YEAR + 1] = {[RTC_MDAY] = 1, [RTC_MONTH] = 1};
+	static const uint8_t hi[RTC_YEAR + 1] = {[RTC_SEC] = 59, [RTC_MIN] = 59,
+						 [RTC_HOUR] = 23, [RTC_MDAY] = 31,
+						 [RTC_MONTH] = 12, [RTC_YEAR] = 99};
+	if (reg == RTC_HOUR && !(r->cmos[RTC_REG_B] & REG_B_24H)) {
+		int h = rtc_decode(r, v & 0x7F);
+		return h >= 1 && h <= 12 ? h % 12 + ((v & 0x80) ? 12 : 0) : -1;
+	}
+	int val = rtc_decode(r, v);
+	if (reg == RTC_CENTURY)
+		return val <= 99 ? val : -1;
+	return reg <= RTC_YEAR && val >= lo[reg] && val <= hi[reg] ? val : -1;
+}
+
 static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
 {
 	struct tm tm;
-	int val;
 	bool frozen = r->cmos[RTC_REG_B] & REG_B_SET;
+	int val = rtc_field_value(r, reg, v);
+	if (val < 0 || reg == RTC_WDAY)
+		return; /* out of range, or the weekday (derived) */
 	rtc_guest_tm(r, &tm);
-	if (reg == RTC_HOUR && !(r->cmos[RTC_REG_B] & REG_B_24H)) {
-		val = rtc_decode(r, v & 0x7F) % 12 + ((v & 0x80) ? 12 : 0);
-	} else {
-		val = rtc_decode(r, v);
-	}
 	switch (reg) {
 	case RTC_SEC: tm.tm_sec = val; break;
 	case RTC_MIN: tm.tm_min = val; break;
@@ -147,8 +174,8 @@ static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
 	case RTC_MDAY: tm.tm_mday = val; break;
 	case RTC_MONTH: tm.tm_mon = val - 1; break;
 	case RTC_YEAR: tm.tm_year = (tm.tm_year + 1900) / 100 * 100 + val - 1900; break;
-	case RTC_CENTURY: tm.tm_year = val * 100 + tm.tm_year % 100 - 1900; break;
-	default: return; /* weekday is derived */
+	case RTC_CENTURY: tm.tm_year = val * 100 + (tm.tm_year + 1900) % 100 - 1900; break;
+	default: return;
 	}
 	if (frozen) {
 		r->frozen = tm;

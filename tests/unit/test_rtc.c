@@ -8,6 +8,7 @@
 #include "devices/rtc.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,46 @@ START_TEST(test_clock_does_not_advance_while_set_bit_is_1)
 }
 END_TEST
 
+/* 0xFF written to the year again and again (BCD 165) once added a century
+ * and more each time until the year arithmetic overflowed (UBSan). */
+START_TEST(test_out_of_range_time_writes_are_ignored)
+{
+	for (int i = 0; i < 100000; i++) {
+		wr(YEAR, 0xFF);
+		wr(CENTURY, 0xFF);
+		wr(MONTH, 0x13);
+		wr(MDAY, 0x00);
+		wr(HOUR, 0x24);
+	}
+	ck_assert_uint_eq(rd(YEAR), 0x21);
+	ck_assert_uint_eq(rd(CENTURY), 0x20);
+	ck_assert_uint_eq(rd(MONTH), 0x03);
+	ck_assert_uint_eq(rd(MDAY), 0x14);
+	ck_assert_uint_eq(rd(HOUR), 0x15);
+	wr(CENTURY, 0x99);
+	wr(YEAR, 0x99); /* the largest the registers can say: 9999 */
+	ck_assert_uint_eq(rd(CENTURY), 0x99);
+	ck_assert_uint_eq(rd(YEAR), 0x99);
+	wr(REG_B, 0x02 | 0x80); /* 12-hour mode: hour 0 and 13 are not hours */
+	wr(REG_B, 0x80);
+	wr(HOUR, 0x00);
+	wr(HOUR, 0x13);
+	wr(REG_B, 0x02);
+	ck_assert_uint_eq(rd(HOUR), 0x15);
+}
+END_TEST
+
+/* A host clock gmtime_r cannot express reads as the epoch, not as stack. */
+START_TEST(test_unrepresentable_host_clock_reads_epoch)
+{
+	fake_time = (time_t)INT64_MAX;
+	ck_assert_uint_eq(rd(YEAR), 0x70);
+	ck_assert_uint_eq(rd(CENTURY), 0x19);
+	ck_assert_uint_eq(rd(MONTH), 0x01);
+	ck_assert_uint_eq(rd(MDAY), 0x01);
+}
+END_TEST
+
 START_TEST(test_cmos_ram_bytes_read_back)
 {
 	/* 0x0E-0x7F is RAM; 0x32 is the PC century byte, tested above. */
@@ -296,6 +337,8 @@ static Suite *rtc_suite(void)
 	tcase_add_test(t, test_writing_time_in_binary_mode);
 	tcase_add_test(t, test_set_time_sequence_through_invalid_intermediate_date);
 	tcase_add_test(t, test_clock_does_not_advance_while_set_bit_is_1);
+	tcase_add_test(t, test_out_of_range_time_writes_are_ignored);
+	tcase_add_test(t, test_unrepresentable_host_clock_reads_epoch);
 	tcase_add_test(t, test_cmos_ram_bytes_read_back);
 	tcase_add_test(t, test_register_c_clears_on_read);
 	tcase_add_test(t, test_index_port_masks_nmi_bit);
