@@ -349,6 +349,53 @@ static const struct virtio_dev_ops blk_ops = {
     .reset = blk_reset,
 };
 
+/*
+ * The operations a queue's ring may carry, and nothing else: the sandboxed
+ * threads can submit to the ring, and an unrestricted ring would do for
+ * them what seccomp refuses (IORING_OP_OPENAT opens any file the VMM's
+ * user can). io_uring_register(2), IORING_REGISTER_RESTRICTIONS: a ring
+ * made disabled takes restrictions once, then is enabled; no register
+ * operation is allowed after that, and no SQE flag.
+ */
+static const uint8_t blk_ring_ops[] = {IORING_OP_NOP,	IORING_OP_READ,	  IORING_OP_WRITE,
+				       IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC};
+
+static int blk_ring_restrict(struct io_uring *ring)
+{
+	struct io_uring_restriction res[sizeof(blk_ring_ops) + 1];
+	memset(res, 0, sizeof(res));
+	for (size_t i = 0; i < sizeof(blk_ring_ops); i++) {
+		res[i].opcode = IORING_RESTRICTION_SQE_OP;
+		res[i].sqe_op = blk_ring_ops[i];
+	}
+	res[sizeof(blk_ring_ops)].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
+	res[sizeof(blk_ring_ops)].sqe_flags = 0;
+	int ret = io_uring_register_restrictions(ring, res, sizeof(blk_ring_ops) + 1);
+	return ret < 0 ? ret : io_uring_enable_rings(ring);
+}
+
+static int blk_ring_init(struct virtio_blk_queue *bq, struct err *e)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_R_DISABLED;
+	int ret = io_uring_queue_init_params(VIRTIO_BLK_QUEUE_MAX, &bq->ring, &p);
+	if (ret == -EINVAL)
+		return err_set(e, ERR_HOST,
+			       "io_uring: this kernel cannot make a restricted ring "
+			       "(IORING_SETUP_R_DISABLED, Linux 5.10)");
+	if (ret < 0)
+		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
+	bq->ring_ready = true;
+	bq->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (bq->completion_fd < 0 || io_uring_register_eventfd(&bq->ring, bq->completion_fd) < 0)
+		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
+	ret = blk_ring_restrict(&bq->ring);
+	if (ret < 0)
+		return err_set(e, ERR_HOST, "io_uring: cannot restrict the ring: %s", strerror(-ret));
+	return 0;
+}
+
 static int blk_queue_init(struct virtio_blk *b, unsigned i, struct err *e)
 {
 	struct virtio_blk_queue *bq = &b->queues[i];
@@ -358,14 +405,7 @@ static int blk_queue_init(struct virtio_blk *b, unsigned i, struct err *e)
 	bq->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*bq->reqs));
 	if (!bq->elem || !bq->reqs)
 		return err_set(e, ERR_HOST, "out of memory");
-	int ret = io_uring_queue_init(VIRTIO_BLK_QUEUE_MAX, &bq->ring, 0);
-	if (ret < 0)
-		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
-	bq->ring_ready = true;
-	bq->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (bq->completion_fd < 0 || io_uring_register_eventfd(&bq->ring, bq->completion_fd) < 0)
-		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
-	return 0;
+	return blk_ring_init(bq, e);
 }
 
 int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,

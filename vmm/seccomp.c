@@ -4,6 +4,7 @@
 #include "vmm/base/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
@@ -26,8 +27,8 @@ static const char *const common_calls[] = {
     "read",	      "write",		 "readv",	"writev", "pread64",	"lseek",
     "close",	      "futex",		 "madvise",	"munmap", "brk",	"mremap",
     "rt_sigprocmask", "rt_sigreturn",	 "sched_yield", "exit",	  "exit_group", "gettid",
-    "getpid",	      "clock_gettime",	 "newfstatat",	"fstat",  "eventfd2",	"timerfd_settime",
-    "io_uring_enter", "restart_syscall", NULL,
+    "getpid",	      "clock_gettime",	 "fstat",	"eventfd2", "timerfd_settime", "io_uring_enter",
+    "restart_syscall", NULL,
 };
 
 /* vCPU threads: take a pending kick before KVM_RUN. */
@@ -35,8 +36,8 @@ static const char *const vcpu_calls[] = {"rt_sigtimedwait", NULL};
 
 /* The main thread and the I/O threads: the event loops, the rng's
  * entropy, kicking vCPUs. */
-static const char *const io_calls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl",
-				       "getrandom",  "tgkill",	    NULL};
+static const char *const io_calls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl", "getrandom",
+				       NULL};
 
 /* ioctl requests, per kind. The door's (lines, MSIs, routes, irqfds),
  * ioeventfds (a BAR moved) and a multiqueue tap's queue attach/detach
@@ -64,8 +65,8 @@ static const unsigned long io_ioctls[] = {
  * sanitizer suite runs with the filters on too. */
 static const char *const sanitizer_calls[] = {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    "sigaltstack", "prlimit64", "getrlimit", "sched_getaffinity", "readlink", "readlinkat",
-    "mincore",	   "prctl",	"nanosleep", "clock_nanosleep",	  "getppid",  "uname",
+    "sigaltstack", "prlimit64", "getrlimit", "readlink", "readlinkat", "mincore",
+    "prctl",	   "nanosleep", "clock_nanosleep", "getppid", "uname",
 #endif
     NULL,
 };
@@ -135,6 +136,51 @@ static int add_call(scmp_filter_ctx ctx, const char *name)
 	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
 }
 
+/* The terminal's requests only on standard input (the console restores
+ * its mode there); the rest on any descriptor (seccomp cannot tell a KVM
+ * descriptor from another; KVM's request numbers are its own, 0xAE). */
+static int add_ioctl(scmp_filter_ctx ctx, unsigned long req)
+{
+	if (req == TCGETS || req == TCSETS || req == TCSETSW || req == TCSETSF)
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
+					SCMP_A0(SCMP_CMP_EQ, STDIN_FILENO), SCMP_A1(SCMP_CMP_EQ, req));
+	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, req));
+}
+
+/*
+ * Calls allowed with some arguments only:
+ * - tgkill (kicking a vCPU, raise()) to this process's threads only;
+ * - sched_getaffinity of this process only: glibc's malloc asks when it
+ *   makes its 9th arena (a 9th allocating thread: vCPUs allocate on MSI
+ *   route commits), and the call was killed there;
+ * - newfstatat only as fstat (AT_EMPTY_PATH, which glibc's fstat uses); by
+ *   a path it is refused with EACCES. (seccomp cannot read the path: with
+ *   AT_EMPTY_PATH and a non-empty path the kernel still looks it up, so
+ *   this closes the common case, not every one: what it gives is a file's
+ *   metadata, never its contents.)
+ */
+static int add_arg_rules(scmp_filter_ctx ctx, enum vmm_thread_kind kind)
+{
+	scmp_datum_t pid = (scmp_datum_t)getpid();
+	int ret = 0;
+	if (kind == VMM_THREAD_IO)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				       SCMP_A0(SCMP_CMP_EQ, pid));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_getaffinity), 1,
+				       SCMP_A0(SCMP_CMP_EQ, 0));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_getaffinity), 1,
+				       SCMP_A0(SCMP_CMP_EQ, pid));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
+				       SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(newfstatat), 1,
+				       SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, 0));
+	return ret;
+}
+
 static int build_kind(enum vmm_thread_kind kind, struct sock_fprog *out)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -158,8 +204,9 @@ static int build_kind(enum vmm_thread_kind kind, struct sock_fprog *out)
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
 	for (const unsigned long *r = kind_ioctls[kind]; !ret && *r; r++)
-		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-				       SCMP_A1(SCMP_CMP_EQ, *r));
+		ret = add_ioctl(ctx, *r);
+	if (!ret)
+		ret = add_arg_rules(ctx, kind);
 	/* The BPF program, kept in memory for each thread to load. */
 	int fd = ret ? -1 : memfd_create("vmm-seccomp", MFD_CLOEXEC);
 	if (!ret && fd < 0)
@@ -239,7 +286,11 @@ const char *const *vmm_seccomp_allowed(enum vmm_thread_kind kind)
 			l[n++] = *c;
 		l[n++] = "mmap (not PROT_EXEC)";
 		l[n++] = "mprotect (not PROT_EXEC)";
-		l[n++] = "ioctl (listed requests)";
+		l[n++] = "ioctl (listed requests; the terminal's on stdin only)";
+		if (kind == VMM_THREAD_IO)
+			l[n++] = "tgkill (this process only)";
+		l[n++] = "sched_getaffinity (this process only)";
+		l[n++] = "newfstatat (AT_EMPTY_PATH only; by path refused with EACCES)";
 		l[n++] = "open, openat (refused with EACCES, not fatal)";
 		l[n] = NULL;
 	}
