@@ -8,8 +8,16 @@
 #include <string.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #define LZ4_LEGACY_MAGIC 0x184C2102u
+#define ZLIB_CHUNK (1u << 30)
+/* Decoder memory a crafted image may ask for, at most. Linux compresses
+ * with `xz --lzma2=dict=32MiB` (scripts/xz_wrap.sh) and `zstd -22 --ultra`
+ * (window 2^27): both fit; a header asking a multi-GiB dictionary or
+ * window is refused before anything is allocated. */
+#define XZ_MEMLIMIT (128u << 20)
+#define ZSTD_WINDOWLOG_MAX 27
 #define LZ4_LEGACY_BLOCK (8u << 20) /* legacy frames: 8 MiB blocks */
 
 static uint32_t get_le32(const uint8_t *p)
@@ -93,11 +101,27 @@ static int decompress_gzip(const uint8_t *p, size_t len, size_t max_out, uint8_t
 		inflateEnd(&zs);
 		return err_set(e, ERR_HOST, "out of memory for a %zu MiB kernel", cap >> 20);
 	}
+	/* zlib counts in uInt (32 bits): feed and drain in pieces of at most
+	 * 1 GiB, or a RAM of 4 GiB and more would be truncated to what its
+	 * size is modulo 2^32. */
 	zs.next_in = (Bytef *)p;
-	zs.avail_in = (uInt)len;
 	zs.next_out = buf;
-	zs.avail_out = (uInt)cap;
-	ret = inflate(&zs, Z_FINISH);
+	size_t in_left = len, out_left = cap;
+	for (;;) {
+		if (zs.avail_in == 0 && in_left) {
+			zs.avail_in = (uInt)(in_left < ZLIB_CHUNK ? in_left : ZLIB_CHUNK);
+			in_left -= zs.avail_in;
+		}
+		if (zs.avail_out == 0 && out_left) {
+			zs.avail_out = (uInt)(out_left < ZLIB_CHUNK ? out_left : ZLIB_CHUNK);
+			out_left -= zs.avail_out;
+		}
+		ret = inflate(&zs, Z_NO_FLUSH);
+		if (ret == Z_OK || (ret == Z_BUF_ERROR && ((zs.avail_in == 0 && in_left) ||
+							   (zs.avail_out == 0 && out_left))))
+			continue; /* progress, or a piece to refill */
+		break;
+	}
 	size_t produced = zs.total_out;
 	inflateEnd(&zs);
 	if (ret != Z_STREAM_END) {
@@ -169,7 +193,7 @@ static int decompress_xz(const uint8_t *p, size_t len, size_t max_out, uint8_t *
 	lzma_stream xs = LZMA_STREAM_INIT;
 	if (payload_trailer_size(p, len, max_out, &size, e))
 		return -1;
-	if (lzma_stream_decoder(&xs, UINT64_MAX, 0) != LZMA_OK)
+	if (lzma_stream_decoder(&xs, XZ_MEMLIMIT, 0) != LZMA_OK)
 		return err_set(e, ERR_HOST, "liblzma: cannot initialise the decoder");
 	uint8_t *buf = malloc(size);
 	if (!buf) {
@@ -183,6 +207,13 @@ static int decompress_xz(const uint8_t *p, size_t len, size_t max_out, uint8_t *
 	lzma_ret ret = lzma_code(&xs, LZMA_FINISH);
 	size_t produced = xs.total_out;
 	lzma_end(&xs);
+	if (ret == LZMA_MEMLIMIT_ERROR) {
+		free(buf);
+		return err_set(e, ERR_INPUT,
+			       "xz payload asks for more than %u MiB of decoder memory (its "
+			       "dictionary); Linux's own need 33 MiB",
+			       XZ_MEMLIMIT >> 20);
+	}
 	if (ret != LZMA_STREAM_END || produced != size) {
 		free(buf);
 		return err_set(e, ERR_INPUT,
@@ -206,8 +237,7 @@ static int decompress_zstd(const uint8_t *p, size_t len, size_t max_out, uint8_t
 		free(buf);
 		return err_set(e, ERR_HOST, "out of memory for a %zu MiB kernel", size >> 20);
 	}
-	/* Kernels use `zstd -22 --ultra`: allow the largest window. */
-	ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, 31 /* ZSTD_WINDOWLOG_MAX_64 */);
+	ZSTD_DCtx_setParameter(ds, ZSTD_d_windowLogMax, ZSTD_WINDOWLOG_MAX);
 	ZSTD_inBuffer in = {p, len - 4, 0};
 	ZSTD_outBuffer ob = {buf, size, 0};
 	size_t r;
@@ -215,6 +245,13 @@ static int decompress_zstd(const uint8_t *p, size_t len, size_t max_out, uint8_t
 		r = ZSTD_decompressStream(ds, &ob, &in);
 	} while (!ZSTD_isError(r) && r != 0 && in.pos < in.size && ob.pos < ob.size);
 	ZSTD_freeDStream(ds);
+	if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge) {
+		free(buf);
+		return err_set(e, ERR_INPUT,
+			       "zstd payload asks for a window larger than 2^%d bytes (Linux's "
+			       "own are 2^27 at most)",
+			       ZSTD_WINDOWLOG_MAX);
+	}
 	if (ZSTD_isError(r) || r != 0 || ob.pos != size) {
 		free(buf);
 		return err_set(e, ERR_INPUT, "zstd payload is corrupt or truncated (%s)",

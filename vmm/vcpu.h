@@ -49,6 +49,7 @@ enum vcpu_fallback {
 	VCPU_FALLBACK_FWAIT, /* x87 sync: #NM, #MF or nothing */
 	VCPU_FALLBACK_LDMXCSR,
 	VCPU_FALLBACK_STMXCSR,
+	VCPU_FALLBACK_USER_UD, /* CPL 3, unknown to KVM: #UD to the process */
 	VCPU_FALLBACK_COUNT,
 };
 extern const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT];

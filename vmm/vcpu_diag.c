@@ -3,6 +3,7 @@
 #include "insn_hint.h"
 
 #include "kvm.h"
+#include "page_walk.h"
 #include "vcpu.h"
 #include "vmm/base/guest_mem.h"
 #include "vmm/base/log.h"
@@ -13,47 +14,32 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#define PTE_P	 1ULL
-#define PTE_PS	 (1ULL << 7)
-#define PTE_ADDR 0x000FFFFFFFFFF000ULL
-
-/* Linear -> physical through 4-level paging (Intel SDM vol. 3, 4.5). */
-static int walk(const struct guest_mem *m, const struct kvm_sregs *s, uint64_t lin, uint64_t *pa)
-{
-	if (!(s->cr0 & (1ULL << 31))) {
-		*pa = lin;
-		return 0;
-	}
-	if (!(s->efer & (1ULL << 10)))
-		return -1; /* 32-bit paging: not needed for our guests */
-	uint64_t table = s->cr3 & PTE_ADDR;
-	for (int level = 3; level >= 0; level--) {
-		uint64_t idx = (lin >> (12 + 9 * level)) & 0x1FF, pte;
-		if (guest_mem_read(m, table + idx * 8, &pte, 8) || !(pte & PTE_P))
-			return -1;
-		if (level == 0 || (level <= 2 && (pte & PTE_PS))) {
-			uint64_t page = 1ULL << (12 + 9 * level);
-			*pa = (pte & PTE_ADDR & ~(page - 1)) | (lin & (page - 1));
-			return 0;
-		}
-		table = pte & PTE_ADDR;
-	}
-	return -1;
-}
-
-int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t lin, void *buf,
-		       unsigned len, int write)
+int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t rflags, uint64_t lin,
+		       void *buf, unsigned len, enum page_access access, uint32_t *pf_error,
+		       uint64_t *fault_lin)
 {
 	uint8_t *p = buf;
-	for (unsigned i = 0; i < len; i++) {
-		uint64_t pa;
-		if (walk(v->env->mem, s, lin + i, &pa))
-			return -1;
-		if (write ? guest_mem_write(v->env->mem, pa, p + i, 1)
-			  : guest_mem_read(v->env->mem, pa, p + i, 1))
-			return -1;
-	}
-	return 0;
+	uint32_t ignored;
+	pf_error = pf_error ? pf_error : &ignored;
+	/* Every byte's page is checked before any byte is written: an access
+	 * that faults on its second page changes nothing (SDM vol. 3, 6.5). */
+	for (int pass = access == PAGE_WALK_WRITE ? 0 : 1; pass < 2; pass++)
+		for (unsigned i = 0; i < len; i++) {
+			uint64_t pa;
+			enum page_walk_result r =
+			    page_walk(v->env->mem, s, s->cs.dpl, rflags, lin + i, access, &pa, pf_error);
+			if (r != PAGE_WALK_OK) {
+				if (fault_lin)
+					*fault_lin = lin + i;
+				return r;
+			}
+			if (pass == 0)
+				continue;
+			if (access == PAGE_WALK_WRITE ? guest_mem_write(v->env->mem, pa, p + i, 1)
+						      : guest_mem_read(v->env->mem, pa, p + i, 1))
+				return PAGE_WALK_UNREADABLE;
+		}
+	return PAGE_WALK_OK;
 }
 
 int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
@@ -61,7 +47,10 @@ int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
 	struct kvm_sregs s;
 	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return -1;
-	return vcpu_linear_access(v, &s, rip + (s.cs.l ? 0 : s.cs.base), buf, len, 0);
+	return vcpu_linear_access(v, &s, 0, rip + (s.cs.l ? 0 : s.cs.base), buf, len, PAGE_WALK_PEEK,
+				  NULL, NULL)
+		   ? -1
+		   : 0;
 }
 
 /* The clearcpuid= that makes Linux avoid an instruction the emulating
@@ -133,7 +122,7 @@ void vcpu_dump_where(struct vcpu *v)
 	struct kvm_regs r;
 	struct kvm_sregs s;
 	struct kvm_mp_state mp = {0};
-	uint8_t insn[8];
+	uint8_t insn[8] = {0};
 	char bytes[3 * 8 + 1] = "(unreadable)";
 	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return;

@@ -3,7 +3,10 @@
 #include "vcpu.h"
 #include "vcpu_diag.h"
 
+#include "vmm/base/log.h"
+
 #include <linux/kvm.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -16,8 +19,8 @@
 #define FSW_ES	       0x80
 #define MXCSR_RESERVED 0xFFFF0000u /* bits that must be zero (no DAZ probing) */
 
-const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT] = {"int3",  "clac",	  "stac",
-							      "fwait", "ldmxcsr", "stmxcsr"};
+const char *const vcpu_fallback_names[VCPU_FALLBACK_COUNT] = {
+    "int3", "clac", "stac", "fwait", "ldmxcsr", "stmxcsr", "user #UD"};
 
 static int vcpu_inject_exception(struct vcpu *v, uint8_t nr, int has_error, uint32_t error)
 {
@@ -119,13 +122,36 @@ int insn_decode_mem(const uint8_t *insn, unsigned n, const struct kvm_regs *r,
 	return 0;
 }
 
+/*
+ * The memory operand could not be accessed with the instruction's rights:
+ * what the CPU does. A page fault is the guest's to handle (CR2 = the
+ * address, SDM vol. 3, 4.7; the kernel may just map the page), a
+ * non-canonical address is #GP(0); memory outside guest RAM is left to
+ * the crash report (-1).
+ */
+static int vcpu_access_fault(struct vcpu *v, const struct kvm_sregs *s, int walk, uint32_t pf,
+			     uint64_t at)
+{
+	if (walk == PAGE_WALK_GP)
+		return vcpu_inject_exception(v, 13, 1, 0);
+	if (walk != PAGE_WALK_PF)
+		return -1;
+	struct kvm_sregs sr = *s;
+	sr.cr2 = at;
+	if (ioctl(v->fd, KVM_SET_SREGS, &sr) < 0)
+		return -1;
+	return vcpu_inject_exception(v, 14, 1, pf);
+}
+
 /* ldmxcsr / stmxcsr m32 (0F AE /2, /3): SDM vol. 2, LDMXCSR. */
 static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n, struct kvm_regs *r,
 			       const struct kvm_sregs *s)
 {
 	struct insn_mem_operand op;
 	struct kvm_fpu fpu;
-	uint32_t val;
+	uint32_t val, pf;
+	uint64_t at;
+	int walk;
 	if (insn_decode_mem(insn, n, r, s, &op) || op.opcode != 0xAE ||
 	    (op.reg != 2 && op.reg != 3))
 		return -1;
@@ -136,8 +162,10 @@ static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n, 
 	if (ioctl(v->fd, KVM_GET_FPU, &fpu) < 0)
 		return -1;
 	if (op.reg == 2) {
-		if (vcpu_linear_access(v, s, op.linear, &val, 4, 0))
-			return -1; /* leave it to the crash report */
+		walk = vcpu_linear_access(v, s, r->rflags, op.linear, &val, 4, PAGE_WALK_READ, &pf,
+					  &at);
+		if (walk)
+			return vcpu_access_fault(v, s, walk, pf, at);
 		if (val & MXCSR_RESERVED)
 			return vcpu_inject_exception(v, 13, 1, 0);
 		fpu.mxcsr = val;
@@ -145,8 +173,10 @@ static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n, 
 			return -1;
 	} else {
 		val = fpu.mxcsr;
-		if (vcpu_linear_access(v, s, op.linear, &val, 4, 1))
-			return -1;
+		walk = vcpu_linear_access(v, s, r->rflags, op.linear, &val, 4, PAGE_WALK_WRITE, &pf,
+					  &at);
+		if (walk)
+			return vcpu_access_fault(v, s, walk, pf, at);
 	}
 	r->rip += op.length;
 	if (ioctl(v->fd, KVM_SET_REGS, r) < 0)
@@ -154,6 +184,31 @@ static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n, 
 	atomic_fetch_add(
 	    &v->stats.fallbacks[op.reg == 2 ? VCPU_FALLBACK_LDMXCSR : VCPU_FALLBACK_STMXCSR], 1);
 	return 0;
+}
+
+/*
+ * An instruction KVM could not emulate, from CPL 3: what the process sees
+ * is #UD (its kernel sends it SIGILL), as on a CPU that lacks the
+ * instruction; the machine goes on. Ring 0 keeps stopping the VM with the
+ * report: the kernel itself cannot go on. The first few are logged.
+ */
+static int vcpu_user_ud(struct vcpu *v, const uint8_t *insn, unsigned n,
+			const struct kvm_regs *r, const struct kvm_sregs *s)
+{
+	if (s->cs.dpl != 3)
+		return -1;
+	uint64_t seen = atomic_fetch_add(&v->stats.fallbacks[VCPU_FALLBACK_USER_UD], 1);
+	if (seen < 4) {
+		char bytes[3 * 15 + 1] = "";
+		for (unsigned i = 0; i < n && i < 15; i++)
+			snprintf(bytes + 3 * i, 4, "%02x ", insn[i]);
+		log_warn(v->env->log,
+			 "vCPU %u: CPL 3 instruction KVM cannot emulate at RIP 0x%llx (bytes %s): "
+			 "#UD to the guest process%s",
+			 v->id, (unsigned long long)r->rip, bytes,
+			 seen == 3 ? " (further ones counted in --stats)" : "");
+	}
+	return vcpu_inject_exception(v, 6, 0, 0);
 }
 
 int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n)
@@ -198,5 +253,5 @@ int vcpu_emulation_fallback(struct vcpu *v, const uint8_t *insn, unsigned n)
 	}
 	if (s.cs.l && vcpu_mxcsr_fallback(v, insn, n, &r, &s) == 0)
 		return 0;
-	return -1;
+	return vcpu_user_ud(v, insn, n, &r, &s);
 }

@@ -566,6 +566,60 @@ START_TEST(test_zstd_payload_loads)
 }
 END_TEST
 
+/* A crafted image may ask the decoder for gigabytes: an xz dictionary of
+ * 4 GiB (the block header's LZMA2 dictionary byte, .xz format 5.3.1, with
+ * its CRC32 made right) and a zstd window of 2^31 (a streamed frame with
+ * no content size, so the decoder would allocate the whole window). Both
+ * are refused, with what they asked, before any such allocation. */
+START_TEST(test_decoder_memory_asked_by_the_image_is_bounded)
+{
+	size_t elen, xlen;
+	uint8_t *elf = kernel_elf(&elen);
+	uint8_t *xz = xz_bytes(elf, elen, &xlen);
+	struct boot_result r;
+	struct err e = {0};
+	/* Stream header (12 bytes), then the block header: size byte, flags
+	 * (one filter; bits 6 and 7: compressed and uncompressed sizes follow
+	 * as varints), filter ID 0x21 (LZMA2), 1 property byte. */
+	ck_assert_uint_eq(xz[13] & 0x3F, 0x00);
+	size_t at = 14;
+	for (int sizes = !!(xz[13] & 0x40) + !!(xz[13] & 0x80); sizes > 0; sizes--)
+		while (xz[at++] & 0x80)
+			;
+	ck_assert_uint_eq(xz[at], 0x21);
+	ck_assert_uint_eq(xz[at + 1], 0x01);
+	size_t hsize = ((size_t)xz[12] + 1) * 4;
+	xz[at + 2] = 40; /* 4 GiB - 1 */
+	put32(xz + 12 + hsize - 4, lzma_crc32(xz + 12, hsize - 4, 0));
+	ck_assert_int_ne(load_payload(xz, xlen, false, &r, &e, NULL), 0);
+	ck_assert_int_eq(e.kind, ERR_INPUT);
+	ck_assert_msg(strstr(e.msg, "xz payload asks for more than 128 MiB of decoder memory"),
+		      "%s", e.msg);
+	free(xz);
+
+	size_t cap = ZSTD_compressBound(elen) + 4;
+	uint8_t *zs = malloc(cap);
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
+	size_t zlen = ZSTD_compress2(c, zs, cap - 4, elf, elen);
+	ZSTD_freeCCtx(c);
+	ck_assert(!ZSTD_isError(zlen));
+	/* RFC 8878 3.1.1.1: with no content size and Single_Segment_Flag (bit
+	 * 5 of the descriptor) clear, the Window_Descriptor follows: exponent
+	 * in bits 7-3, window 2^(10 + exponent). */
+	ck_assert_uint_eq(zs[4] & 0x20, 0);
+	zs[5] = (31 - 10) << 3;
+	put32(zs + zlen, (uint32_t)elen);
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_ne(load_payload(zs, zlen + 4, false, &r, &e, NULL), 0);
+	ck_assert_int_eq(e.kind, ERR_INPUT);
+	ck_assert_msg(strstr(e.msg, "zstd payload asks for a window larger than 2^27 bytes"),
+		      "%s", e.msg);
+	free(zs);
+	free(elf);
+}
+END_TEST
+
 START_TEST(test_corrupt_xz_and_zstd_rejected)
 {
 	size_t elen, xlen, zlen;
@@ -621,6 +675,7 @@ static Suite *boot_payload_suite(void)
 	tcase_add_test(t, test_xz_payload_loads);
 	tcase_add_test(t, test_zstd_payload_loads);
 	tcase_add_test(t, test_corrupt_xz_and_zstd_rejected);
+	tcase_add_test(t, test_decoder_memory_asked_by_the_image_is_bounded);
 	tcase_add_test(t, test_lz4_legacy_payload_of_two_8mib_blocks_loads);
 	tcase_add_test(t, test_corrupt_lz4_rejected);
 	tcase_add_test(t, test_truncated_lz4_rejected);
