@@ -146,9 +146,9 @@ static uint8_t rtc_reg_read(struct rtc *r, uint8_t reg)
 static int rtc_field_value(const struct rtc *r, uint8_t reg, uint8_t v)
 {
 	static const uint8_t lo[RTC_YEAR + 1] = {[RTC_MDAY] = 1, [RTC_MONTH] = 1};
-	static const uint8_t hi[RTC_YEAR + 1] = {[RTC_SEC] = 59, [RTC_MIN] = 59,
-						 [RTC_HOUR] = 23, [RTC_MDAY] = 31,
-						 [RTC_MONTH] = 12, [RTC_YEAR] = 99};
+	static const uint8_t hi[RTC_YEAR + 1] = {
+	    [RTC_SEC] = 59,  [RTC_MIN] = 59,   [RTC_HOUR] = 23,
+	    [RTC_MDAY] = 31, [RTC_MONTH] = 12, [RTC_YEAR] = 99};
 	if (reg == RTC_HOUR && !(r->cmos[RTC_REG_B] & REG_B_24H)) {
 		int h = rtc_decode(r, v & 0x7F);
 		return h >= 1 && h <= 12 ? h % 12 + ((v & 0x80) ? 12 : 0) : -1;

@@ -392,7 +392,8 @@ static int blk_ring_init(struct virtio_blk_queue *bq, struct err *e)
 		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
 	ret = blk_ring_restrict(&bq->ring);
 	if (ret < 0)
-		return err_set(e, ERR_HOST, "io_uring: cannot restrict the ring: %s", strerror(-ret));
+		return err_set(e, ERR_HOST, "io_uring: cannot restrict the ring: %s",
+			       strerror(-ret));
 	return 0;
 }
 

@@ -11,14 +11,14 @@
 #include <zstd_errors.h>
 
 #define LZ4_LEGACY_MAGIC 0x184C2102u
-#define ZLIB_CHUNK (1u << 30)
+#define ZLIB_CHUNK	 (1u << 30)
 /* Decoder memory a crafted image may ask for, at most. Linux compresses
  * with `xz --lzma2=dict=32MiB` (scripts/xz_wrap.sh) and `zstd -22 --ultra`
  * (window 2^27): both fit; a header asking a multi-GiB dictionary or
  * window is refused before anything is allocated. */
-#define XZ_MEMLIMIT (128u << 20)
+#define XZ_MEMLIMIT	   (128u << 20)
 #define ZSTD_WINDOWLOG_MAX 27
-#define LZ4_LEGACY_BLOCK (8u << 20) /* legacy frames: 8 MiB blocks */
+#define LZ4_LEGACY_BLOCK   (8u << 20) /* legacy frames: 8 MiB blocks */
 
 static uint32_t get_le32(const uint8_t *p)
 {

@@ -5,13 +5,13 @@
 #include <linux/kvm.h>
 #include <stdbool.h>
 
-#define CR0_PG	 (1ULL << 31)
-#define CR0_WP	 (1ULL << 16)
-#define CR4_LA57 (1ULL << 12)
-#define CR4_SMEP (1ULL << 20)
-#define CR4_SMAP (1ULL << 21)
-#define EFER_LMA (1ULL << 10)
-#define EFER_NXE (1ULL << 11)
+#define CR0_PG	  (1ULL << 31)
+#define CR0_WP	  (1ULL << 16)
+#define CR4_LA57  (1ULL << 12)
+#define CR4_SMEP  (1ULL << 20)
+#define CR4_SMAP  (1ULL << 21)
+#define EFER_LMA  (1ULL << 10)
+#define EFER_NXE  (1ULL << 11)
 #define RFLAGS_AC (1ULL << 18)
 
 #define PTE_P	 (1ULL << 0)
@@ -66,9 +66,9 @@ static bool canonical(uint64_t lin, unsigned bits)
 	return (uint64_t)x == lin;
 }
 
-enum page_walk_result page_walk(const struct guest_mem *m, const struct kvm_sregs *s,
-				unsigned cpl, uint64_t rflags, uint64_t lin,
-				enum page_access access, uint64_t *pa, uint32_t *pf_error)
+enum page_walk_result page_walk(const struct guest_mem *m, const struct kvm_sregs *s, unsigned cpl,
+				uint64_t rflags, uint64_t lin, enum page_access access,
+				uint64_t *pa, uint32_t *pf_error)
 {
 	*pf_error = 0;
 	if (!(s->cr0 & CR0_PG)) {

@@ -13,10 +13,10 @@ struct guest_mem;
 struct kvm_sregs;
 
 enum page_access {
-	PAGE_WALK_PEEK = 0,	 /* no rights checked: the report reads */
-	PAGE_WALK_READ = 1,	 /* a data read */
-	PAGE_WALK_WRITE = 2,	 /* a data write */
-	PAGE_WALK_FETCH = 3,	 /* an instruction fetch */
+	PAGE_WALK_PEEK = 0,  /* no rights checked: the report reads */
+	PAGE_WALK_READ = 1,  /* a data read */
+	PAGE_WALK_WRITE = 2, /* a data write */
+	PAGE_WALK_FETCH = 3, /* an instruction fetch */
 };
 
 /* #PF error code bits (SDM vol. 3, 4.7). */
@@ -35,8 +35,8 @@ enum page_walk_result {
 
 /* `cpl` and `rflags` decide user/supervisor (CPL 3 is user) and SMAP's
  * AC override. 4-level paging, or 5-level with CR4.LA57. */
-enum page_walk_result page_walk(const struct guest_mem *m, const struct kvm_sregs *s,
-				unsigned cpl, uint64_t rflags, uint64_t lin,
-				enum page_access access, uint64_t *pa, uint32_t *pf_error);
+enum page_walk_result page_walk(const struct guest_mem *m, const struct kvm_sregs *s, unsigned cpl,
+				uint64_t rflags, uint64_t lin, enum page_access access,
+				uint64_t *pa, uint32_t *pf_error);
 
 #endif

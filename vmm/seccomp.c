@@ -24,11 +24,12 @@
  * malloc (never executable), locks, signals of its own, eventfds and
  * timers the interrupt door and devices use, io_uring, its own exit. */
 static const char *const common_calls[] = {
-    "read",	      "write",		 "readv",	"writev", "pread64",	"lseek",
-    "close",	      "futex",		 "madvise",	"munmap", "brk",	"mremap",
-    "rt_sigprocmask", "rt_sigreturn",	 "sched_yield", "exit",	  "exit_group", "gettid",
-    "getpid",	      "clock_gettime",	 "fstat",	"eventfd2", "timerfd_settime", "io_uring_enter",
-    "restart_syscall", NULL,
+    "read",  "write",	   "readv",	      "writev",		"pread64",
+    "lseek", "close",	   "futex",	      "madvise",	"munmap",
+    "brk",   "mremap",	   "rt_sigprocmask",  "rt_sigreturn",	"sched_yield",
+    "exit",  "exit_group", "gettid",	      "getpid",		"clock_gettime",
+    "fstat", "eventfd2",   "timerfd_settime", "io_uring_enter", "restart_syscall",
+    NULL,
 };
 
 /* vCPU threads: take a pending kick before KVM_RUN. */
@@ -36,8 +37,7 @@ static const char *const vcpu_calls[] = {"rt_sigtimedwait", NULL};
 
 /* The main thread and the I/O threads: the event loops, the rng's
  * entropy, kicking vCPUs. */
-static const char *const io_calls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl", "getrandom",
-				       NULL};
+static const char *const io_calls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl", "getrandom", NULL};
 
 /* ioctl requests, per kind. The door's (lines, MSIs, routes, irqfds),
  * ioeventfds (a BAR moved) and a multiqueue tap's queue attach/detach
@@ -65,8 +65,8 @@ static const unsigned long io_ioctls[] = {
  * sanitizer suite runs with the filters on too. */
 static const char *const sanitizer_calls[] = {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    "sigaltstack", "prlimit64", "getrlimit", "readlink", "readlinkat", "mincore",
-    "prctl",	   "nanosleep", "clock_nanosleep", "getppid", "uname",
+    "sigaltstack", "prlimit64", "getrlimit",	   "readlink", "readlinkat", "mincore",
+    "prctl",	   "nanosleep", "clock_nanosleep", "getppid",  "uname",
 #endif
     NULL,
 };
@@ -143,7 +143,8 @@ static int add_ioctl(scmp_filter_ctx ctx, unsigned long req)
 {
 	if (req == TCGETS || req == TCSETS || req == TCSETSW || req == TCSETSF)
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 2,
-					SCMP_A0(SCMP_CMP_EQ, STDIN_FILENO), SCMP_A1(SCMP_CMP_EQ, req));
+					SCMP_A0(SCMP_CMP_EQ, STDIN_FILENO),
+					SCMP_A1(SCMP_CMP_EQ, req));
 	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_EQ, req));
 }
 

@@ -26,8 +26,8 @@ int vcpu_linear_access(struct vcpu *v, const struct kvm_sregs *s, uint64_t rflag
 	for (int pass = access == PAGE_WALK_WRITE ? 0 : 1; pass < 2; pass++)
 		for (unsigned i = 0; i < len; i++) {
 			uint64_t pa;
-			enum page_walk_result r =
-			    page_walk(v->env->mem, s, s->cs.dpl, rflags, lin + i, access, &pa, pf_error);
+			enum page_walk_result r = page_walk(v->env->mem, s, s->cs.dpl, rflags,
+							    lin + i, access, &pa, pf_error);
 			if (r != PAGE_WALK_OK) {
 				if (fault_lin)
 					*fault_lin = lin + i;
@@ -47,8 +47,8 @@ int vcpu_fetch_insn(struct vcpu *v, uint64_t rip, uint8_t *buf, unsigned len)
 	struct kvm_sregs s;
 	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return -1;
-	return vcpu_linear_access(v, &s, 0, rip + (s.cs.l ? 0 : s.cs.base), buf, len, PAGE_WALK_PEEK,
-				  NULL, NULL)
+	return vcpu_linear_access(v, &s, 0, rip + (s.cs.l ? 0 : s.cs.base), buf, len,
+				  PAGE_WALK_PEEK, NULL, NULL)
 		   ? -1
 		   : 0;
 }

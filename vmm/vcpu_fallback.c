@@ -6,8 +6,8 @@
 #include "vmm/base/log.h"
 
 #include <linux/kvm.h>
-#include <stdio.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -192,8 +192,8 @@ static int vcpu_mxcsr_fallback(struct vcpu *v, const uint8_t *insn, unsigned n, 
  * instruction; the machine goes on. Ring 0 keeps stopping the VM with the
  * report: the kernel itself cannot go on. The first few are logged.
  */
-static int vcpu_user_ud(struct vcpu *v, const uint8_t *insn, unsigned n,
-			const struct kvm_regs *r, const struct kvm_sregs *s)
+static int vcpu_user_ud(struct vcpu *v, const uint8_t *insn, unsigned n, const struct kvm_regs *r,
+			const struct kvm_sregs *s)
 {
 	if (s->cs.dpl != 3)
 		return -1;

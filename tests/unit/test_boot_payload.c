@@ -613,8 +613,8 @@ START_TEST(test_decoder_memory_asked_by_the_image_is_bounded)
 	memset(&e, 0, sizeof(e));
 	ck_assert_int_ne(load_payload(zs, zlen + 4, false, &r, &e, NULL), 0);
 	ck_assert_int_eq(e.kind, ERR_INPUT);
-	ck_assert_msg(strstr(e.msg, "zstd payload asks for a window larger than 2^27 bytes"),
-		      "%s", e.msg);
+	ck_assert_msg(strstr(e.msg, "zstd payload asks for a window larger than 2^27 bytes"), "%s",
+		      e.msg);
 	free(zs);
 	free(elf);
 }

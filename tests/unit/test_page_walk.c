@@ -21,13 +21,13 @@
 #define PS 0x80ULL
 #define NX (1ULL << 63)
 
-#define CR0_PG	 (1ULL << 31)
-#define CR0_WP	 (1ULL << 16)
-#define CR4_LA57 (1ULL << 12)
-#define CR4_SMEP (1ULL << 20)
-#define CR4_SMAP (1ULL << 21)
-#define EFER_LMA (1ULL << 10)
-#define EFER_NXE (1ULL << 11)
+#define CR0_PG	  (1ULL << 31)
+#define CR0_WP	  (1ULL << 16)
+#define CR4_LA57  (1ULL << 12)
+#define CR4_SMEP  (1ULL << 20)
+#define CR4_SMAP  (1ULL << 21)
+#define EFER_LMA  (1ULL << 10)
+#define EFER_NXE  (1ULL << 11)
 #define RFLAGS_AC (1ULL << 18)
 
 static struct fake_ram ram;

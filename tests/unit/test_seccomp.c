@@ -7,17 +7,17 @@
  */
 #include "helpers.h"
 
+#include "devices/virtio_blk.h"
 #include "vmm/base/err.h"
 #include "vmm/exit_code.h"
 #include "vmm/seccomp.h"
-#include "devices/virtio_blk.h"
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
-#include <liburing.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,7 +198,8 @@ START_TEST(test_disk_ring_refuses_openat)
 {
 	char err[512];
 	for (int k = 0; k < VMM_THREAD_KINDS; k++) {
-		int st = run_filtered((enum vmm_thread_kind)k, PROBE_URING_OPENAT, err, sizeof(err));
+		int st =
+		    run_filtered((enum vmm_thread_kind)k, PROBE_URING_OPENAT, err, sizeof(err));
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 			      "kind %d: status %#x (exit 1: the ring opened the file): %s", k, st,
 			      err);
