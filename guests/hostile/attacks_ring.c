@@ -324,3 +324,103 @@ void case_avail_far_ahead(struct hdev *t)
 	mmio_write16(vq->notify_addr, vq->index);
 	expect_needs_reset(t, true, c0, "avail idx moved back by one (65535 ahead)");
 }
+
+/*
+ * Work the guest asks for with one notification (issue: a pass served
+ * until the ring was empty). One legal 4 GiB chain (128 x 32 MiB over one
+ * buffer, 2.7.5) listed in every entry of the available ring: the device
+ * does at most 64 KiB of work per request (each used length is at most
+ * 65536, never the 2^32 that wrapped to 0), answers all of them, and the
+ * other devices stay responsive meanwhile (run_case checks them).
+ * NEEDS_RESET is an answer too (the same head listed twice).
+ */
+#define FLOOD_DESCS 128
+
+static void flood_chain(struct hdev *t)
+{
+	for (unsigned i = 0; i < FLOOD_DESCS; i++)
+		raw_desc(&t->vq, (uint16_t)i, (uint64_t)H.big, (uint32_t)BIG_BYTES,
+			 (uint16_t)(W | (i + 1 < FLOOD_DESCS ? N : 0)), (uint16_t)(i + 1));
+}
+
+/* Lists head 0 `n` times and notifies once. */
+static void flood_post(struct hdev *t, unsigned n)
+{
+	struct virtq *vq = &t->vq;
+	for (unsigned i = 0; i < n; i++)
+		vq->avail->ring[(uint16_t)(vq->avail_idx + i) % vq->size] = 0;
+	__asm__ volatile("" ::: "memory");
+	vq->avail_idx = (uint16_t)(vq->avail_idx + n);
+	vq->avail->idx = vq->avail_idx;
+	__asm__ volatile("mfence" ::: "memory");
+	mmio_write16(vq->notify_addr, vq->index);
+}
+
+struct flood_wait {
+	struct hdev *t;
+	uint16_t target;
+};
+
+static bool flood_done(void *arg)
+{
+	const struct flood_wait *w = arg;
+	return w->t->vq.used->idx == w->target ||
+	       (virtio_status(&w->t->vp) & VIRTIO_STATUS_NEEDS_RESET);
+}
+
+void case_rng_flood(struct hdev *t)
+{
+	struct virtq *vq = &t->vq;
+	if (!expect(vq->size >= FLOOD_DESCS, "%s: queue of %u, need %u descriptors", t->name,
+		    vq->size, FLOOD_DESCS))
+		return;
+	uint16_t used0 = vq->used->idx;
+	struct flood_wait w = {t, (uint16_t)(used0 + vq->size)};
+	flood_chain(t);
+	uint64_t t0 = now_us();
+	flood_post(t, vq->size);
+	bool done = wait_for(flood_done, &w, H_WAIT_US);
+	uint64_t took = now_us() - t0;
+	if (virtio_status(&t->vp) & VIRTIO_STATUS_NEEDS_RESET) {
+		info("%s: %u x 4 GiB in one notify: NEEDS_RESET after %lu us", t->name, vq->size,
+		     took);
+		return;
+	}
+	if (!expect(done, "%s: %u x 4 GiB in one notify: %u answered in %u ms", t->name, vq->size,
+		    (uint16_t)(vq->used->idx - used0), H_WAIT_US / 1000))
+		return;
+	uint64_t bytes = 0;
+	for (uint16_t i = used0; i != w.target; i++) {
+		uint32_t len = vq->used->ring[i % vq->size].len;
+		if (!expect(len > 0 && len <= 65536,
+			    "%s: used length %u (a request does at most 64 KiB of work)", t->name,
+			    len))
+			return;
+		bytes += len;
+	}
+	vq->last_used = w.target;
+	info("%s: %u x 4 GiB in one notify: all answered, %lu KiB in all, in %lu us", t->name,
+	     vq->size, bytes >> 10, took);
+}
+
+/* hostile.flood=1: post the 4 GiB chain queue-size times, again each time
+ * the device has answered, for ever; tests/guest/hostile_test.py ends the
+ * VMM with SIGTERM meanwhile and measures how long it takes. */
+void rng_flood_forever(struct hdev *t)
+{
+	struct virtq *vq = &t->vq;
+	flood_chain(t);
+	printf("hostile: flooding %s\n", t->name);
+	for (unsigned round = 1;; round++) {
+		struct flood_wait w = {t, (uint16_t)(vq->used->idx + vq->size)};
+		flood_post(t, vq->size);
+		while (!flood_done(&w))
+			;
+		if (virtio_status(&t->vp) & VIRTIO_STATUS_NEEDS_RESET) {
+			printf("hostile: flood: NEEDS_RESET in round %u\n", round);
+			return;
+		}
+		if (round % 16 == 0)
+			printf("hostile: flood round %u\n", round);
+	}
+}

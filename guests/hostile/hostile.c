@@ -22,7 +22,8 @@
  * cases failed" (guest_exit(1), VMM exit 3).
  *
  * Keys: hostile.expect=msix|intx (default msix), hostile.sectors=N (the
- * disk's size), hostile.only=NAME (run one case). Any other hostile.* key
+ * disk's size), hostile.only=NAME (run one case), hostile.flood=1 (no cases:
+ * flood the rng until the VMM is stopped). Any other hostile.* key
  * fails.
  */
 #include "hostile.h"
@@ -37,7 +38,8 @@ struct hostile H;
 #define MAX_FUNCS      32
 #define MIN_SECTORS    4096
 
-static const char *const known_keys[] = {"hostile.expect", "hostile.sectors", "hostile.only"};
+static const char *const known_keys[] = {"hostile.expect", "hostile.sectors", "hostile.only",
+					 "hostile.flood"};
 
 static struct pci_func funcs[MAX_FUNCS];
 static struct irq_snap snap;
@@ -62,6 +64,7 @@ static const struct hcase cases[] = {
     {"desc-writable-then-readable", HD_BLK, case_desc_order},
     {"blk-malformed-request", HD_BLK, case_blk_malformed},
     {"avail-idx-far-ahead", HD_RNG, case_avail_far_ahead},
+    {"rng-flood", HD_RNG, case_rng_flood},
     /* The transport (4.1.4.3) and the device lifecycle (2.1, 3.1). */
     {"queue-size-not-pow2", HD_RNG, case_queue_size_not_pow2},
     {"ring-misaligned", HD_BLK, case_ring_misaligned},
@@ -145,6 +148,7 @@ static void parse_cmdline(struct boot_params *bp)
 			   "hostile.sectors \"%.*s\" is not a number >= %u", (int)len, val,
 			   MIN_SECTORS))
 			H.sectors = n;
+	H.flood = cmdline_value(H.cmdline, "hostile.flood", &val, &len);
 	if (cmdline_value(H.cmdline, "hostile.only", &val, &len)) {
 		H.only = val;
 		H.only_len = len;
@@ -341,6 +345,10 @@ static uint64_t user_main(void *arg)
 		return 1;
 	}
 	info("interrupts: %s", H.expect_msix ? "MSI-X" : "INTx through the IOAPIC");
+	if (H.flood) {
+		rng_flood_forever(&H.dev[HD_RNG]);
+		return 1;
+	}
 
 	for (unsigned i = 0; i < NCASES; i++) {
 		if (H.only && (strlen(cases[i].name) != H.only_len ||

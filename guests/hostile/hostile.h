@@ -107,6 +107,7 @@ struct hostile {
 	const char *only; /* hostile.only=NAME: run just this case */
 	size_t only_len;
 	bool expect_msix;
+	bool flood; /* hostile.flood: flood the rng, no cases */
 	uint64_t sectors; /* the disk's size in sectors (hostile.sectors) */
 	uint64_t tsc_hz;
 	uint64_t ram_end; /* end of the highest e820 RAM entry */
@@ -205,6 +206,8 @@ void case_desc_mmio_hole(struct hdev *t);
 void case_desc_readable_ring(struct hdev *t);
 void case_desc_writable_ring(struct hdev *t);
 void case_huge_length(struct hdev *t);
+void case_rng_flood(struct hdev *t);
+void rng_flood_forever(struct hdev *t);
 void case_desc_order(struct hdev *t);
 void case_blk_malformed(struct hdev *t);
 void case_avail_far_ahead(struct hdev *t);
