@@ -43,8 +43,12 @@ void rtc_init(struct rtc *r, time_t (*now)(void *ctx), void *now_ctx)
 	r->cmos[RTC_REG_D] = REG_D_VRT;
 }
 
+/* Two BCD digits of v's last two decimal digits: every register holds
+ * 0..99, and a host clock before year 0 (tm_year % 100 < 0) must not make
+ * a negative digit. */
 static uint8_t to_bcd(int v)
 {
+	v = (v % 100 + 100) % 100;
 	return (uint8_t)(((v / 10) << 4) | (v % 10));
 }
 

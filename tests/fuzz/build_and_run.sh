@@ -37,13 +37,13 @@ if [ ! -f "$fbuild/build.ninja" ]; then
 		{ tail -n 20 "$out/clang-setup.log" >&2; exit 1; }
 fi
 ninja -C "$fbuild" >"$out/clang-build.log" 2>&1 || { tail -n 30 "$out/clang-build.log" >&2; exit 1; }
-for t in fuzz_boot fuzz_boot_bzhdr fuzz_virtq fuzz_pci fuzz_virtio; do
+for t in fuzz_boot fuzz_boot_bzhdr fuzz_virtq fuzz_pci fuzz_virtio fuzz_isa; do
 	ln -sf "$fbuild/tests/fuzz/$t" "$out/$t"
 done
 
 seeds() { # the seed corpora, made once
-	[ -f "$out/seeds.stamp" ] && [ -d "$out/seeds/virtio" ] && return 0
-	for d in boot virtq pci virtio; do mkdir -p "$out/seeds/$d"; done
+	[ -f "$out/seeds.stamp" ] && [ -d "$out/seeds/isa" ] && return 0
+	for d in boot virtq pci virtio isa; do mkdir -p "$out/seeds/$d"; done
 	for img in hello.bzImage hello-gz.bzImage gzstub.bzImage; do
 		for g in "$src/build/guests/$img" "$out/../../guests/$img"; do
 			[ -f "$g" ] && cp "$g" "$out/seeds/boot/$img" && break
@@ -63,6 +63,7 @@ fuzz_boot | fuzz_boot_bzhdr) corpus=boot ;;
 fuzz_virtq) corpus=virtq ;;
 fuzz_pci) corpus=pci ;;
 fuzz_virtio) corpus=virtio ;;
+fuzz_isa) corpus=isa ;;
 *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 # A scratch copy of the corpus: the run may add to it; the seeds stay.

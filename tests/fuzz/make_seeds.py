@@ -194,3 +194,25 @@ win = cfgw(0, 4, 0, 1) + cfgw(0, 8, 0x14, 4) + cfgw(0, 12, 1, 4) + cfgw(0, 16, 1
 win += cfgw(0, 16, 3, 4) + bytes([2 | 2 << 4 | 0x40 | 0x80, 4 << 5 | 16])
 win += cfgw(0, 8, 0x3000, 4) + cfgw(0, 12, 2, 4) + cfgw(0, 16, 0, 4) + bytes([4])
 w("virtio", "pci-cfg-window", bytes([1]) + win + rng)
+
+# isa (fuzz_isa.c): mode 0 = RTC (host time, then index/value pairs; index
+# bit 7 reads), mode 1 = page walk (CR0, CR3, CR4, EFER, RFLAGS, addresses,
+# then RAM with the page tables).
+rtc = struct.pack("<q", 1615734566)
+rtc += bytes([0x0B, 0x82, 0x09, 0xFF, 0x32, 0xFF, 0x09, 0x99, 0x0B, 0x02, 0x89, 0, 0xB2, 0])
+w("isa", "rtc-year-overflow", bytes([0]) + rtc + bytes([0x09, 0xFF]) * 64)
+PG, PAE, LME_LMA, NXE = 1 << 31 | 1 << 16 | 1, 1 << 5, 1 << 8 | 1 << 10, 1 << 11
+regs = struct.pack("<QQQQQ", PG, 0x1000, PAE | 1 << 20 | 1 << 21, LME_LMA | NXE, 0)
+addrs = struct.pack("<QQQ", 0x400123, 0x800000, 0xFFFF800000000000)
+ram = bytearray(0x5000)
+struct.pack_into("<Q", ram, 0x1000, 0x2000 | 7)           # PML4[0] -> PDPT
+struct.pack_into("<Q", ram, 0x2000, 0x3000 | 7)           # PDPT[0] -> PD
+struct.pack_into("<Q", ram, 0x3000 + 2 * 8, 0x4000 | 7)   # PD[2] -> PT
+struct.pack_into("<Q", ram, 0x4000, 0x200000 | 7 | 1 << 63)  # PT[0]: user, NX
+struct.pack_into("<Q", ram, 0x3000 + 4 * 8, 0x600000 | 0x81)  # PD[4]: 2 MiB, ring 0 read-only
+w("isa", "walk-4-level", bytes([1]) + regs + addrs + bytes(ram))
+regs57 = struct.pack("<QQQQQ", PG, 0x1000, PAE | 1 << 12, LME_LMA, 1 << 18)
+w("isa", "walk-5-level", bytes([1]) + regs57 + addrs + bytes(ram))
+# Found by this target: a host clock before year 0 made a negative BCD digit.
+import base64  # noqa: E402
+w("isa", "rtc-before-year-0", base64.b64decode("ACYnTmAAAAAAC4IJ/zIJ/5kLAokAsn4J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn///////8J/wn/Cf8J/wn/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAP8J/wn/Cf//Cf8J/wn5Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/wn/Cf8J/w=="))
