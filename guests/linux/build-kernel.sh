@@ -4,7 +4,7 @@
 #
 # Usage: build-kernel.sh [options] VARIANT
 #        build-kernel.sh CACHE_DIR VARIANT         (the first form's 6.1 with --cache CACHE_DIR)
-#   VARIANT            msi | nomsi
+#   VARIANT            msi | nomsi | acpi-msi | acpi-nomsi
 #   --series S         5.10 | 6.1 | 6.12 (default 6.1)
 #   --cache DIR        default ${VMM_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vmm/kernels}
 #   --host-workaround auto|yes|no
@@ -19,7 +19,8 @@
 #   make tinyconfig, then merge (kernel's merge_config.sh -m, later lines win)
 #     linux-kvm-tiny.config                      always
 #     linux-kvm-tiny-SERIES.config               if it exists (per-version changes)
-#     nomsi.config                               for nomsi (PCI_MSI off)
+#     nomsi.config                               for nomsi, acpi-nomsi (PCI_MSI off)
+#     acpi.config                                for acpi-* (ACPI on, MP table off)
 #   make olddefconfig, then check that EVERY option of those fragments has the
 #   value asked for (a dependency that is not met drops one silently).
 #
@@ -28,7 +29,8 @@
 #   CACHE/src/linux-source-S_PKGVERSION[+hostwa-PATCHHASH]/  unpacked (patched) source
 #   CACHE/build/S-VARIANT-{plain,hostwa}/                    out-of-tree build (incremental)
 #   CACHE/images/S-VARIANT-{plain,hostwa}-KEY/               the finished kernel:
-#       bzImage, config, System.map, build-info (key=value lines)
+#       bzImage, vmlinux (for the PVH entry), config, System.map, build-info
+#       (key=value lines)
 # KEY = sha256 over the source package and version, the fragments' contents
 # (in merge order) and the patch's contents (or "unpatched"). An image whose
 # KEY exists is reused at once; otherwise the build tree is reconfigured and
@@ -73,6 +75,8 @@ fragments=("$here/linux-kvm-tiny.config")
 case "$variant" in
   msi) ;;
   nomsi) fragments+=("$here/nomsi.config") ;;
+  acpi-msi) fragments+=("$here/acpi.config") ;;
+  acpi-nomsi) fragments+=("$here/nomsi.config" "$here/acpi.config") ;;
   *) usage ;;
 esac
 
@@ -232,6 +236,7 @@ release=$(cat "$out/include/config/kernel.release")
 mkdir -p "$cache/images"
 tmp=$(mktemp -d "$cache/images/.$name.XXXXXX")
 cp "$out/arch/x86/boot/bzImage" "$tmp/bzImage"
+cp "$out/vmlinux" "$tmp/vmlinux"
 cp "$out/.config" "$tmp/config"
 cp "$out/System.map" "$tmp/System.map"
 {
