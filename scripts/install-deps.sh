@@ -8,6 +8,7 @@ packages=(
   check                                      # unit tests (libcheck)
   clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
   device-tree-compiler                       # dtc, to validate --dump-dtb output
+  acpica-tools                               # iasl, to disassemble --dump-acpi output
   qemu-system-x86                            # side-by-side reference
   fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests

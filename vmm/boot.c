@@ -35,6 +35,56 @@ static unsigned boot_fill_e820(const struct guest_mem *m, struct boot_params *bp
 	return n;
 }
 
+/*
+ * The PVH start info (xen/include/public/arch-x86/hvm/start_info.h,
+ * version 1: with the memory map): what a PVH kernel reads instead of a
+ * zero page. Linux's init_pvh_bootparams makes its boot_params from it:
+ * e820 from the memory map, the initrd from module 0, the command line,
+ * the RSDP.
+ */
+#define HVM_START_MAGIC 0x336ec578u
+struct hvm_start_info {
+	uint32_t magic, version, flags, nr_modules;
+	uint64_t modlist_paddr, cmdline_paddr, rsdp_paddr, memmap_paddr;
+	uint32_t memmap_entries, reserved;
+};
+struct hvm_modlist_entry {
+	uint64_t paddr, size, cmdline_paddr, reserved;
+};
+struct hvm_memmap_table_entry {
+	uint64_t addr, size;
+	uint32_t type, reserved;
+};
+_Static_assert(sizeof(struct hvm_start_info) == 56, "start_info.h layout");
+_Static_assert(sizeof(struct hvm_memmap_table_entry) == 24, "start_info.h layout");
+_Static_assert(LAYOUT_PVH_MEMMAP + E820_MAX_ENTRIES_ZEROPAGE * 24 <= LAYOUT_PVH_INFO + 0x1000,
+	       "the PVH memory map fits its page");
+
+static void boot_write_pvh_info(struct guest_mem *m, const struct boot_params *bp,
+				const struct boot_result *r, uint64_t rsdp)
+{
+	struct hvm_start_info si = {
+	    .magic = HVM_START_MAGIC,
+	    .version = 1,
+	    .cmdline_paddr = LAYOUT_CMDLINE,
+	    .rsdp_paddr = rsdp,
+	    .memmap_paddr = LAYOUT_PVH_MEMMAP,
+	    .memmap_entries = bp->e820_entries,
+	};
+	if (r->initrd_size) {
+		struct hvm_modlist_entry mod = {r->initrd_addr, r->initrd_size, 0, 0};
+		guest_mem_write(m, LAYOUT_PVH_MODLIST, &mod, sizeof(mod));
+		si.nr_modules = 1;
+		si.modlist_paddr = LAYOUT_PVH_MODLIST;
+	}
+	for (unsigned i = 0; i < bp->e820_entries; i++) {
+		const struct boot_e820_entry *e = &bp->e820_table[i];
+		struct hvm_memmap_table_entry me = {e->addr, e->size, e->type, 0};
+		guest_mem_write(m, LAYOUT_PVH_MEMMAP + i * sizeof(me), &me, sizeof(me));
+	}
+	guest_mem_write(m, LAYOUT_PVH_INFO, &si, sizeof(si));
+}
+
 /* Header of a bare ELF boot: what a bzImage would have told the kernel. */
 static void boot_synth_header(struct setup_header *h)
 {
@@ -231,14 +281,34 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 		struct elf_image ei;
 		if (elf_load(m, c->kernel, c->kernel_len, &ei, e))
 			return -1;
+		if (c->entry == BOOT_ENTRY_PVH && !ei.pvh_entry)
+			return err_set(
+			    e, ERR_INPUT,
+			    "--boot pvh: this vmlinux has no PVH entry note "
+			    "(XEN_ELFNOTE_PHYS32_ENTRY; Linux writes it with CONFIG_PVH)");
 		boot_synth_header(&bp.hdr);
-		r->path = BOOT_PATH_ELF;
-		r->entry = ei.entry;
 		r->kernel_start = ei.load_start;
 		r->kernel_end = ei.load_end;
-		snprintf(r->how, sizeof(r->how),
-			 "ELF64 vmlinux, entered at its 64-bit entry 0x%llx",
-			 (unsigned long long)r->entry);
+		if (c->entry != BOOT_ENTRY_LINUX && ei.pvh_entry) {
+			r->path = BOOT_PATH_PVH;
+			r->entry = ei.pvh_entry;
+			snprintf(r->how, sizeof(r->how),
+				 "ELF64 vmlinux, PVH entry 0x%llx (32-bit, hvm_start_info at "
+				 "0x%llx)%s",
+				 (unsigned long long)r->entry, (unsigned long long)LAYOUT_PVH_INFO,
+				 c->entry == BOOT_ENTRY_AUTO ? ": it has the PVH note" : "");
+		} else {
+			r->path = BOOT_PATH_ELF;
+			r->entry = ei.entry;
+			snprintf(r->how, sizeof(r->how),
+				 "ELF64 vmlinux, entered at its 64-bit entry 0x%llx%s",
+				 (unsigned long long)r->entry,
+				 ei.pvh_entry ? " (--boot linux; it has a PVH entry too)" : "");
+		}
+	} else if (c->entry == BOOT_ENTRY_PVH) {
+		return err_set(e, ERR_INPUT,
+			       "--boot pvh needs an ELF vmlinux with the PVH note; this is not an "
+			       "ELF (a bzImage boots with --boot linux or auto)");
 	} else {
 		if (bzimage_parse(c->kernel, c->kernel_len, &bz, e))
 			return -1;
@@ -283,18 +353,30 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 	bp.ext_ramdisk_image = (uint32_t)(r->initrd_addr >> 32);
 	bp.ext_ramdisk_size = (uint32_t)(r->initrd_size >> 32);
 	bp.hdr.hardware_subarch = 0; /* X86_SUBARCH_PC */
+	bp.acpi_rsdp_addr = c->rsdp; /* protocol 2.14; older kernels scan for it */
 	bp.e820_entries = (uint8_t)boot_fill_e820(m, &bp);
 	r->zero_page = LAYOUT_ZERO_PAGE;
 	guest_mem_write(m, LAYOUT_ZERO_PAGE, &bp, sizeof(bp));
+	if (r->path == BOOT_PATH_PVH) {
+		boot_write_pvh_info(m, &bp, r, c->rsdp);
+		r->start_info = LAYOUT_PVH_INFO;
+	}
 	boot_write_cpu_tables(m);
 	return 0;
 }
 
 void boot_write_cpu_tables(struct guest_mem *m)
 {
-	/* GDT: null, null, __BOOT_CS 64-bit code, __BOOT_DS data, a TSS. */
-	const uint64_t gdt[6] = {
-	    0, 0, 0x00AF9B000000FFFFULL, 0x00CF93000000FFFFULL, 0x0000890000000067ULL, 0,
+	/* GDT: null, null, __BOOT_CS 64-bit code, __BOOT_DS data, a TSS (two
+	 * slots in long mode), 32-bit code for the PVH entry. */
+	const uint64_t gdt[BOOT_GDT_ENTRIES] = {
+	    0,
+	    0,
+	    0x00AF9B000000FFFFULL,
+	    0x00CF93000000FFFFULL,
+	    0x0000890000000067ULL,
+	    0,
+	    0x00CF9B000000FFFFULL,
 	};
 	uint64_t entry;
 	guest_mem_write(m, LAYOUT_GDT, gdt, sizeof(gdt));

@@ -23,6 +23,33 @@ static int elf_phdrs(size_t len, const Elf64_Ehdr *eh, struct err *e)
 	return 0;
 }
 
+static uint64_t get_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* The PVH entry from one PT_NOTE segment's notes, or 0. Every size is the
+ * file's word: checked against the segment before use. */
+static uint64_t elf_pvh_note(const uint8_t *n, uint64_t len)
+{
+	uint64_t at = 0;
+	while (at <= len && len - at >= 12) {
+		uint64_t namesz = get_le(n + at, 4), descsz = get_le(n + at + 4, 4);
+		uint64_t type = get_le(n + at + 8, 4);
+		uint64_t name_at = at + 12, desc_at = name_at + ((namesz + 3) & ~3ULL);
+		if (desc_at > len || descsz > len - desc_at)
+			return 0; /* a note past the segment: stop reading */
+		if (namesz == 4 && !memcmp(n + name_at, "Xen", 4) &&
+		    type == ELF_XEN_NOTE_PHYS32_ENTRY && (descsz == 4 || descsz == 8))
+			return get_le(n + desc_at, (unsigned)descsz);
+		at = desc_at + ((descsz + 3) & ~3ULL);
+	}
+	return 0;
+}
+
 int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image *out,
 	     struct err *e)
 {
@@ -39,10 +66,14 @@ int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image
 	if (elf_phdrs(len, &eh, e))
 		return -1;
 	out->entry = eh.e_entry;
+	out->pvh_entry = 0;
 
 	/* Pass 1: validate everything, so a bad file changes no guest memory. */
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		memcpy(&ph, p + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type == PT_NOTE && ph.p_offset <= len &&
+		    ph.p_filesz <= len - ph.p_offset && !out->pvh_entry)
+			out->pvh_entry = elf_pvh_note(p + ph.p_offset, ph.p_filesz);
 		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
 			continue;
 		if (ph.p_filesz > ph.p_memsz || ph.p_offset > len ||
@@ -81,6 +112,10 @@ int elf_load(struct guest_mem *m, const uint8_t *p, size_t len, struct elf_image
 	if (!entry_found)
 		return err_set(e, ERR_INPUT, "ELF entry 0x%llx is not inside a loaded segment",
 			       (unsigned long long)eh.e_entry);
+	if (out->pvh_entry && (out->pvh_entry < lo || out->pvh_entry >= hi))
+		return err_set(e, ERR_INPUT,
+			       "the PVH entry note's 0x%llx is not inside the loaded segments",
+			       (unsigned long long)out->pvh_entry);
 
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		memcpy(&ph, p + eh.e_phoff + i * sizeof(ph), sizeof(ph));

@@ -31,6 +31,8 @@ static const struct isa_range {
      offsetof(struct isa_devices, debug_exit)},
     {"pvpanic", false, PVPANIC_PORT, 1, pvpanic_read, pvpanic_write,
      offsetof(struct isa_devices, pvpanic)},
+    {"ACPI sleep and reset registers", false, ACPI_PM_BASE, ACPI_PM_LEN, acpi_pm_read,
+     acpi_pm_write, offsetof(struct isa_devices, acpi_pm)},
     {"boot-timer port", false, BOOT_TIMER_PORT, 1, boot_timer_port_read, boot_timer_port_write,
      offsetof(struct isa_devices, boot_timer)},
     {"boot-timer", true, BOOT_TIMER_MMIO_BASE, BOOT_TIMER_MMIO_SIZE, boot_timer_mmio_read,
@@ -51,6 +53,7 @@ int isa_devices_create(struct isa_devices *d, const struct isa_env *env, struct 
 	rtc_init(&d->rtc, NULL, NULL);
 	debug_exit_init(&d->debug_exit, env->ctl);
 	pvpanic_init(&d->pvpanic, env->ctl);
+	acpi_pm_init(&d->acpi_pm, env->ctl);
 	boot_timer_init(&d->boot_timer, env->start_ns, env->boot_timer_out);
 	for (size_t i = 0; i < sizeof(isa_ranges) / sizeof(isa_ranges[0]); i++) {
 		const struct isa_range *r = &isa_ranges[i];

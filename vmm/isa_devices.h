@@ -1,7 +1,8 @@
 /*
  * The legacy (ISA) devices every machine has, and where they sit on the
  * port and MMIO buses: COM1, the i8042 (reset), the CMOS RTC, the
- * debug-exit port, pvpanic and the boot timer. Their bus ranges are one
+ * debug-exit port, pvpanic, the ACPI sleep/reset registers the FADT names,
+ * and the boot timer. Their bus ranges are one
  * table (vmm/isa_devices.c); adding a legacy device is its state here, its
  * init and its rows there.
  */
@@ -10,6 +11,7 @@
 
 #include "vmm/base/machine_ctl.h"
 
+#include "devices/acpi_pm.h"
 #include "devices/boot_timer.h"
 #include "devices/debug_exit.h"
 #include "devices/i8042.h"
@@ -31,6 +33,7 @@ struct isa_devices {
 	struct rtc rtc;
 	struct debug_exit debug_exit;
 	struct pvpanic pvpanic;
+	struct acpi_pm acpi_pm;
 	struct boot_timer boot_timer;
 };
 

@@ -3,11 +3,13 @@
  *
  *   0x00000000  real-mode IVT, BDA (0x400)
  *   0x00000500  boot GDT
+ *   0x00006000  PVH hvm_start_info, module list (+0x100), memory map (+0x200)
  *   0x00007000  zero page (struct boot_params)
  *   0x00009000  boot page tables (PML4, PDPT, 4 PDs: 0-4 GiB, 2 MiB pages)
  *   0x00020000  kernel command line (up to 64 KiB)
  *   0x00030000  setup_data chain (device tree, when --dtb)
  *   0x0009FC00  EBDA                          e820: reserved to 1 MiB
+ *   0x000E0000  ACPI: RSDP, then DSDT, FADT, MADT, XSDT (--acpi on)
  *   0x000F0000  MP floating pointer + table (F segment)
  *   0x00100000  kernel (its pref_address or 1 MiB), then initrd near the top
  *   0xC0000000  MMIO hole: boot timer page (0xC0000000),
@@ -22,6 +24,9 @@
 #define LAYOUT_BDA_BASE_KIB   0x413 /* BDA word: base memory in KiB */
 #define LAYOUT_GDT	      0x500ULL
 #define LAYOUT_BOOT_STACK     0x8FF0ULL
+#define LAYOUT_PVH_INFO	      0x6000ULL
+#define LAYOUT_PVH_MODLIST    0x6100ULL
+#define LAYOUT_PVH_MEMMAP     0x6200ULL
 #define LAYOUT_ZERO_PAGE      0x7000ULL
 #define LAYOUT_PML4	      0x9000ULL
 #define LAYOUT_PDPT	      0xA000ULL
@@ -32,6 +37,8 @@
 #define LAYOUT_SETUP_DATA_MAX 0x60000ULL
 #define LAYOUT_EBDA	      0x9FC00ULL
 #define LAYOUT_BIOS_END	      0x100000ULL
+#define LAYOUT_ACPI	      0xE0000ULL
+#define LAYOUT_ACPI_MAX	      0x10000ULL
 #define LAYOUT_MPTABLE	      0xF0000ULL
 #define LAYOUT_MPTABLE_MAX    0x10000ULL
 #define LAYOUT_KERNEL_MIN     0x100000ULL

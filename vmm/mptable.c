@@ -99,12 +99,12 @@ static void mp_intsrc(struct mp_writer *w, uint8_t type, uint8_t irqtype, uint16
 	mp_put(w, &s, sizeof(s));
 }
 
-int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
+int mptable_write(struct guest_mem *m, const struct machine_desc *c, struct err *e)
 {
 	struct mp_writer w; /* 64 KiB scratch on the stack: no shared state */
 	struct mpf_intel mpf;
 	struct mpc_table hdr;
-	uint8_t ioapic_id = mptable_ioapic_id(c);
+	uint8_t ioapic_id = machine_ioapic_id(c);
 	const size_t table_off = sizeof(mpf);
 
 	if (c->ncpus == 0 || c->ncpus > 254)
@@ -135,7 +135,7 @@ int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e)
 		mp_intsrc(&w, MP_INTSRC, MP_INT, MP_IRQ_CONFORM, MP_BUS_ISA, irq, ioapic_id, irq);
 	/* PCI: source IRQ = (slot << 2) | (INTx# - 1) (MP spec 1.4, D.3). */
 	for (size_t i = 0; i < c->npci_irqs; i++) {
-		const struct mp_pci_irq *p = &c->pci_irqs[i];
+		const struct machine_pci_irq *p = &c->pci_irqs[i];
 		if (p->intx < 1 || p->intx > 4 || p->slot > 31)
 			return err_set(e, ERR_INPUT, "bad PCI interrupt source slot %u INT%c#",
 				       p->slot, 'A' + p->intx - 1);

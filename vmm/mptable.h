@@ -10,37 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "machine_desc.h"
+
 struct err;
 struct guest_mem;
 
 #define MP_BUS_PCI 0
 #define MP_BUS_ISA 1
 
-struct mp_pci_irq {
-	uint8_t slot;	    /* PCI device number */
-	uint8_t intx;	    /* 1 = INTA# .. 4 = INTD# */
-	uint8_t ioapic_pin; /* 16..23 */
-};
-
-struct mp_config {
-	unsigned ncpus;
-	uint32_t cpu_signature; /* CPUID.1:EAX */
-	uint32_t cpu_features;	/* CPUID.1:EDX */
-	const struct mp_pci_irq *pci_irqs;
-	size_t npci_irqs;
-};
-
 /* Builds the table at LAYOUT_MPTABLE; returns its size, or -1. */
-int mptable_write(struct guest_mem *m, const struct mp_config *c, struct err *e);
-/* The IOAPIC's ID (after the processors' APIC IDs): the IOAPIC's own ID
- * register holds 4 bits, and the MP table must name the same ID (4.3.3). */
-static inline uint8_t mptable_ioapic_id_for(unsigned ncpus)
-{
-	return (uint8_t)(ncpus < 15 ? ncpus : 15);
-}
-static inline uint8_t mptable_ioapic_id(const struct mp_config *c)
-{
-	return mptable_ioapic_id_for(c->ncpus);
-}
+int mptable_write(struct guest_mem *m, const struct machine_desc *c, struct err *e);
 
 #endif

@@ -216,6 +216,34 @@ static int opt_dump_dtb(struct vm_options *o, char *arg, struct err *e)
 	return 0;
 }
 
+static int opt_acpi(struct vm_options *o, char *arg, struct err *e)
+{
+	if (!strcmp(arg, "on") || !strcmp(arg, "off")) {
+		o->acpi = !strcmp(arg, "on");
+		return 0;
+	}
+	return err_set(e, ERR_INPUT, "--acpi %s: use on or off", arg);
+}
+
+static int opt_dump_acpi(struct vm_options *o, char *arg, struct err *e)
+{
+	if (!*arg)
+		return err_set(e, ERR_INPUT, "--dump-acpi: empty path");
+	o->dump_acpi = arg;
+	return 0;
+}
+
+static int opt_boot(struct vm_options *o, char *arg, struct err *e)
+{
+	static const char *const names[] = {"auto", "linux", "pvh"};
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(arg, names[i])) {
+			o->boot_entry = i; /* enum boot_entry's order */
+			return 0;
+		}
+	return err_set(e, ERR_INPUT, "--boot %s: use auto, linux or pvh", arg);
+}
+
 static int opt_dtb(struct vm_options *o, char *arg, struct err *e)
 {
 	(void)arg;
@@ -305,6 +333,18 @@ static const struct option_def machine_options[] = {
      "after set-up each thread runs under its own system-call allow-list (default on; a "
      "call outside it stops the VMM, exit code 12); off for strace or gdb",
      opt_seccomp},
+    {"boot", 0, "auto|linux|pvh",
+     "the kernel's entry: linux = the 64-bit boot protocol; pvh = the PVH entry of an ELF "
+     "vmlinux with the XEN_ELFNOTE_PHYS32_ENTRY note (CONFIG_PVH); auto (default) = pvh for "
+     "such a vmlinux, linux otherwise (-v says which)",
+     opt_boot},
+    {"acpi", 0, "on|off",
+     "ACPI tables (RSDP, XSDT, FADT, MADT, DSDT with the PCI _PRT) besides the MP table "
+     "(default on; off: the MP table only, for kernels that should not see ACPI)",
+     opt_acpi},
+    {"dump-acpi", 0, "DIR",
+     "write each ACPI table to DIR/NAME.dat (rsdp, xsdt, facp, apic, dsdt), for iasl -d",
+     opt_dump_acpi},
     {"dump-dtb", 0, "FILE", "write the machine's flattened device tree to FILE", opt_dump_dtb},
     {"dtb", 0, NULL,
      "also give it to the guest (boot_params setup_data, SETUP_DTB); a kernel with CONFIG_OF "
@@ -394,6 +434,7 @@ static void options_defaults(struct vm_options *o)
 	memset(o, 0, sizeof(*o));
 	o->memory_mib = VMM_DEFAULT_MIB;
 	o->cpus = 1;
+	o->acpi = true;
 	o->msi_delivery = IRQ_MSI_IRQFD;
 	o->intx_delivery = -1;
 	o->io_threads = -1;

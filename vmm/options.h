@@ -65,6 +65,9 @@ struct vm_options {
 	bool seccomp_off;	   /* --seccomp off */
 	const char *guest_console; /* a device's console (hvc0) has stdin/out */
 	const char *dump_dtb;	   /* write the device tree here */
+	bool acpi;		   /* --acpi on (default): ACPI tables besides the MP table */
+	const char *dump_acpi;	   /* write each ACPI table into this directory */
+	int boot_entry;		   /* enum boot_entry (vmm/boot.h): --boot */
 	bool dtb;		   /* hand it to the guest (SETUP_DTB) */
 	bool help, version;
 };

@@ -159,7 +159,7 @@ int vcpu_create(const struct vcpu_env *env, struct vcpu *v, unsigned id, struct 
 	return 0;
 }
 
-int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *e)
+int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t arg, bool pvh, struct err *e)
 {
 	struct kvm_sregs s;
 	struct kvm_regs r;
@@ -192,18 +192,34 @@ int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t rsi, struct err *
 	s.ds = s.es = s.fs = s.gs = s.ss = data;
 	s.tr = tss;
 	s.gdt.base = LAYOUT_GDT;
-	s.gdt.limit = 6 * 8 - 1;
+	s.gdt.limit = BOOT_GDT_ENTRIES * 8 - 1;
 	s.idt.base = 0;
 	s.idt.limit = 0;
 	s.cr0 = 0x80050033; /* PG WP AM NE ET MP PE */
 	s.cr3 = LAYOUT_PML4;
 	s.cr4 = 0x20;	/* PAE */
 	s.efer = 0x500; /* LME | LMA */
+	if (pvh) {
+		/* The PVH start-info ABI (xen/include/public/arch-x86/hvm/
+		 * start_info.h, "x86 entry"): 32-bit protected mode, paging
+		 * off, flat CS (read/execute) and DS/ES/SS (read/write), a
+		 * 32-bit TSS in TR, EBX = the hvm_start_info's address. */
+		s.cs.selector = BOOT_CS32;
+		s.cs.db = 1;
+		s.cs.l = 0;
+		s.cr0 = 0x11; /* ET PE */
+		s.cr3 = 0;
+		s.cr4 = 0;
+		s.efer = 0;
+	}
 	if (ioctl(v->fd, KVM_SET_SREGS, &s) < 0)
 		return err_set(e, ERR_HOST, "KVM_SET_SREGS failed: %s", strerror(errno));
 	memset(&r, 0, sizeof(r));
 	r.rip = rip;
-	r.rsi = rsi;
+	if (pvh)
+		r.rbx = arg;
+	else
+		r.rsi = arg;
 	r.rsp = r.rbp = LAYOUT_BOOT_STACK;
 	r.rflags = 0x2; /* interrupts off */
 	if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)

@@ -3,6 +3,8 @@
 #include "isa_devices.h"
 #include "machine.h"
 
+#include "acpi.h"
+
 #include "cpu_model.h"
 #include "exit_code.h"
 #include "fdt.h"
@@ -15,6 +17,7 @@
 #include "vmm/base/file.h"
 
 #include <asm/bootparam.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
@@ -26,6 +29,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -108,19 +112,64 @@ static int vm_create_devices(struct vm *vm, struct err *e)
 
 static int vm_cpu_signature(const struct kvm *k, uint32_t *sig, uint32_t *features);
 
-static int vm_write_mptable(struct vm *vm, struct err *e)
+/* The machine as the guest is told it, once: both the MP table and the
+ * ACPI tables are written from this (vmm/machine_desc.h). */
+static void vm_machine_desc(struct vm *vm, struct machine_desc *d, struct machine_pci_irq *irqs)
 {
-	struct mp_pci_irq irqs[PCI_SLOTS];
-	struct mp_config mp = {.ncpus = vm->nvcpus, .pci_irqs = irqs};
-	vm_cpu_signature(&vm->kvm, &mp.cpu_signature, &mp.cpu_features);
+	*d = (struct machine_desc){.ncpus = vm->nvcpus, .pci_irqs = irqs};
+	vm_cpu_signature(&vm->kvm, &d->cpu_signature, &d->cpu_features);
 	for (unsigned s = 0; s < PCI_SLOTS; s++) {
-		const struct pci_device *d = vm->pci.slots[s];
-		uint8_t pin = d ? d->cfg[PCI_INTERRUPT_PIN] : 0;
+		const struct pci_device *dev = vm->pci.slots[s];
+		uint8_t pin = dev ? dev->cfg[PCI_INTERRUPT_PIN] : 0;
 		if (pin)
-			irqs[mp.npci_irqs++] = (struct mp_pci_irq){
+			irqs[d->npci_irqs++] = (struct machine_pci_irq){
 			    (uint8_t)s, pin, pci_intx_ioapic_pin((uint8_t)s, pin)};
 	}
-	return mptable_write(&vm->mem, &mp, e) < 0 ? -1 : 0;
+}
+
+/* The MP table always (kernels with X86_MPPARSE and no ACPI read it), the
+ * ACPI tables with --acpi on (kernels with ACPI prefer them). */
+static int vm_write_tables(struct vm *vm, struct err *e)
+{
+	struct machine_pci_irq irqs[PCI_SLOTS];
+	struct machine_desc d;
+	vm_machine_desc(vm, &d, irqs);
+	if (mptable_write(&vm->mem, &d, e) < 0)
+		return -1;
+	if (!vm->opts->acpi)
+		return 0;
+	vm->acpi = malloc(sizeof(*vm->acpi));
+	if (!vm->acpi)
+		return err_set(e, ERR_HOST, "out of memory");
+	if (acpi_build(&d, LAYOUT_ACPI, vm->acpi, e) || acpi_write(&vm->mem, vm->acpi, e))
+		return -1;
+	log_info(&vm->log,
+		 "acpi: RSDP at 0x%llx, %zu bytes of tables (FADT hardware-reduced, "
+		 "MADT %u CPUs, DSDT _PRT %zu entries)",
+		 (unsigned long long)vm->acpi->rsdp, vm->acpi->len, d.ncpus, d.npci_irqs);
+	return 0;
+}
+
+/* --dump-acpi DIR: each table as DIR/name.dat, the form iasl -d reads. */
+static int vm_dump_acpi(struct vm *vm, struct err *e)
+{
+	const char *dir = vm->opts->dump_acpi;
+	if (!dir || !vm->acpi)
+		return 0;
+	for (unsigned i = 0; i < vm->acpi->ntables; i++) {
+		const struct acpi_table_at *t = &vm->acpi->tables[i];
+		char path[4096], name[5];
+		for (int k = 0; k < 5; k++)
+			name[k] = (char)tolower((unsigned char)t->sig[k]);
+		snprintf(path, sizeof(path), "%s/%s.dat", dir, name);
+		FILE *f = fopen(path, "wb");
+		bool ok = f && fwrite(vm->acpi->buf + t->off, 1, t->len, f) == t->len;
+		if (f && fclose(f) != 0)
+			ok = false;
+		if (!ok)
+			return err_set(e, ERR_INPUT, "--dump-acpi %s: %s", path, strerror(errno));
+	}
+	return 0;
 }
 
 static int vm_device_tree(struct vm *vm, struct err *e)
@@ -161,6 +210,8 @@ static int vm_write_outputs(struct vm *vm, struct err *e)
 			return err_set(e, ERR_INPUT, "--dump-dtb %s: %s", o->dump_dtb,
 				       strerror(errno));
 	}
+	if (vm_dump_acpi(vm, e))
+		return -1;
 	if (o->console_log && console_open_log(&vm->console, o->console_log, e))
 		return -1;
 	return devices_built(&vm->devices, e);
@@ -189,6 +240,8 @@ static int vm_load_guest(struct vm *vm, struct err *e)
 	    .initrd_len = initrd_len,
 	    .cmdline = cmdline,
 	    .guest_decompress = o->guest_decompress,
+	    .entry = (enum boot_entry)o->boot_entry,
+	    .rsdp = o->acpi ? LAYOUT_ACPI : 0, /* the tables follow, once the PCI bus is built */
 	};
 	if (boot_load(&vm->mem, &bc, &vm->boot, e)) {
 		err_prefix(e, "kernel '%s'", o->kernel);
@@ -425,10 +478,24 @@ static int vm_setup_kvm(struct vm *vm, const struct machine_backend *backend, st
 		    e, ERR_HOST,
 		    "--intx-delivery resample: KVM on this host lacks KVM_CAP_IRQFD_RESAMPLE");
 	if (kvm_create_vm(&vm->kvm, &vm->mem, e) ||
-	    kvm_set_ioapic_id(&vm->kvm, mptable_ioapic_id_for(vm->nvcpus), e))
+	    kvm_set_ioapic_id(&vm->kvm, machine_ioapic_id_for(vm->nvcpus), e))
 		return -1;
 	vm->irq_sink.vm_fd = vm->kvm.vm_fd;
 	irq_router_init(&vm->irq, &irq_kvm_sink_ops, &vm->irq_sink, &irq);
+	return 0;
+}
+
+/* --dump-acpi's directory exists and is writable (checked with the other
+ * inputs: the files themselves are written once all is built). */
+static int vm_check_dump_dir(const char *dir, struct err *e)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return err_set(e, ERR_INPUT, "--dump-acpi %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return err_set(e, ERR_INPUT, "--dump-acpi %s: not a directory", dir);
+	if (access(dir, W_OK | X_OK) < 0)
+		return err_set(e, ERR_INPUT, "--dump-acpi %s: %s", dir, strerror(errno));
 	return 0;
 }
 
@@ -461,12 +528,13 @@ static int vm_build(struct vm *vm, const struct vm_options *o, uint64_t start_ns
 	/* Inputs first: a bad kernel is exit 2 even where KVM is missing. */
 	if ((o->console_log && file_check_writable("--console-log", o->console_log, e)) ||
 	    (o->dump_dtb && file_check_writable("--dump-dtb", o->dump_dtb, e)) ||
+	    (o->dump_acpi && vm_check_dump_dir(o->dump_acpi, e)) ||
 	    guest_mem_create(&vm->mem, o->memory_mib << 20, e) || vm_load_guest(vm, e))
 		return -1;
 	if (vm_setup_kvm(vm, backend, e))
 		return -1;
 	if (vm_setup_loop(vm, e) || vm_setup_io_threads(vm, e) || vm_create_devices(vm, e) ||
-	    vm_create_pci(vm, e) || vm_write_mptable(vm, e) || vm_device_tree(vm, e) ||
+	    vm_create_pci(vm, e) || vm_write_tables(vm, e) || vm_device_tree(vm, e) ||
 	    vm_watch_devices(vm, e))
 		return -1;
 	/* The filters are compiled before the vCPUs exist (the vCPU threads
@@ -495,7 +563,9 @@ static int vm_build(struct vm *vm, const struct vm_options *o, uint64_t start_ns
 		if (vcpu_create(&vm->vcpu_env, &vm->vcpus[i], i, e))
 			return -1;
 	}
-	if (vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry, vm->boot.zero_page, e))
+	bool pvh = vm->boot.path == BOOT_PATH_PVH;
+	if (vcpu_set_boot_state(&vm->vcpus[0], vm->boot.entry,
+				pvh ? vm->boot.start_info : vm->boot.zero_page, pvh, e))
 		return -1;
 	/* What the threads will need and may then no longer open. */
 	if (o->boot_timer)
@@ -643,6 +713,7 @@ void machine_destroy(struct vm *vm)
 	if (!vm)
 		return;
 	free(vm->dtb);
+	free(vm->acpi);
 	vmm_seccomp_free(&vm->seccomp);
 	if (vm->smaps_fd >= 0)
 		close(vm->smaps_fd);

@@ -65,6 +65,7 @@ struct vm {
 	struct vmm_seccomp seccomp; /* the threads' filters, unless --seccomp off */
 	int smaps_fd;		    /* /proc/self/smaps for --boot-timer's RSS */
 	void *dtb;		    /* --dump-dtb: the blob, until it is written */
+	struct acpi_tables *acpi;   /* --acpi on: the tables as built */
 	size_t dtb_len;
 
 	atomic_int exit_code; /* -1 while running */

@@ -107,7 +107,7 @@ struct hostile {
 	const char *only; /* hostile.only=NAME: run just this case */
 	size_t only_len;
 	bool expect_msix;
-	bool flood; /* hostile.flood: flood the rng, no cases */
+	bool flood;	  /* hostile.flood: flood the rng, no cases */
 	uint64_t sectors; /* the disk's size in sectors (hostile.sectors) */
 	uint64_t tsc_hz;
 	uint64_t ram_end; /* end of the highest e820 RAM entry */

@@ -50,7 +50,7 @@ static uint8_t sum8(const uint8_t *p, size_t n)
 	return s;
 }
 
-static void write_table(const struct mp_config *c)
+static void write_table(const struct machine_desc *c)
 {
 	struct err e = {0};
 	int ret = mptable_write(&ram.m, c, &e);
@@ -88,7 +88,7 @@ static unsigned count_type(const struct mp_parsed *mp, uint8_t type)
 	return n;
 }
 
-static const struct mp_config one_cpu = {.ncpus = 1};
+static const struct machine_desc one_cpu = {.ncpus = 1};
 
 START_TEST(test_floating_pointer_at_layout_mptable_on_16_byte_boundary)
 {
@@ -127,8 +127,8 @@ END_TEST
 START_TEST(test_entry_count_matches_entries)
 {
 	struct mp_parsed mp;
-	struct mp_pci_irq pci[] = {{1, 1, 16}, {2, 1, 17}};
-	struct mp_config c = {.ncpus = 3, .pci_irqs = pci, .npci_irqs = 2};
+	struct machine_pci_irq pci[] = {{1, 1, 16}, {2, 1, 17}};
+	struct machine_desc c = {.ncpus = 3, .pci_irqs = pci, .npci_irqs = 2};
 	write_table(&c);
 	parse(&mp);
 	ck_assert_uint_eq(mp.count, mp.n);
@@ -140,8 +140,8 @@ END_TEST
 START_TEST(test_entries_sorted_by_type)
 {
 	struct mp_parsed mp;
-	struct mp_pci_irq pci[] = {{3, 2, 18}};
-	struct mp_config c = {.ncpus = 2, .pci_irqs = pci, .npci_irqs = 1};
+	struct machine_pci_irq pci[] = {{3, 2, 18}};
+	struct machine_desc c = {.ncpus = 2, .pci_irqs = pci, .npci_irqs = 1};
 	write_table(&c);
 	parse(&mp);
 	for (unsigned i = 1; i < mp.n; i++)
@@ -161,7 +161,8 @@ END_TEST
 START_TEST(test_processor_entries_apic_ids_0_to_n_minus_1_first_is_bsp)
 {
 	struct mp_parsed mp;
-	struct mp_config c = {.ncpus = 4, .cpu_signature = 0x000806EC, .cpu_features = 0x0781ABFD};
+	struct machine_desc c = {
+	    .ncpus = 4, .cpu_signature = 0x000806EC, .cpu_features = 0x0781ABFD};
 	write_table(&c);
 	parse(&mp);
 	ck_assert_uint_eq(count_type(&mp, E_CPU), 4);
@@ -214,7 +215,7 @@ static const uint8_t *the_ioapic(const struct mp_parsed *mp)
 START_TEST(test_one_usable_ioapic_at_fec00000)
 {
 	struct mp_parsed mp;
-	struct mp_config c = {.ncpus = 2};
+	struct machine_desc c = {.ncpus = 2};
 	write_table(&c);
 	parse(&mp);
 	const uint8_t *io = the_ioapic(&mp);
@@ -222,7 +223,7 @@ START_TEST(test_one_usable_ioapic_at_fec00000)
 	ck_assert_uint_eq(io[3] & 1, 1); /* EN */
 	/* Its ID must not collide with a processor's APIC ID. */
 	ck_assert_uint_ge(io[1], c.ncpus);
-	ck_assert_uint_eq(io[1], mptable_ioapic_id(&c));
+	ck_assert_uint_eq(io[1], machine_ioapic_id(&c));
 }
 END_TEST
 
@@ -252,8 +253,8 @@ END_TEST
 START_TEST(test_pci_irq_entries_use_slot_and_intx_encoding)
 {
 	struct mp_parsed mp;
-	struct mp_pci_irq pci[] = {{1, 1, 16}, {3, 4, 19}, {31, 2, 23}};
-	struct mp_config c = {.ncpus = 1, .pci_irqs = pci, .npci_irqs = 3};
+	struct machine_pci_irq pci[] = {{1, 1, 16}, {3, 4, 19}, {31, 2, 23}};
+	struct machine_desc c = {.ncpus = 1, .pci_irqs = pci, .npci_irqs = 3};
 	write_table(&c);
 	parse(&mp);
 	uint8_t ioapic_id = the_ioapic(&mp)[1];
@@ -304,9 +305,9 @@ START_TEST(test_lint0_extint_lint1_nmi_to_all_local_apics)
 }
 END_TEST
 
-static void check_rejected(struct mp_pci_irq bad)
+static void check_rejected(struct machine_pci_irq bad)
 {
-	struct mp_config c = {.ncpus = 1, .pci_irqs = &bad, .npci_irqs = 1};
+	struct machine_desc c = {.ncpus = 1, .pci_irqs = &bad, .npci_irqs = 1};
 	struct err e = {0};
 	ck_assert_int_eq(mptable_write(&ram.m, &c, &e), -1);
 	ck_assert_int_eq(e.kind, ERR_INPUT);
@@ -315,20 +316,20 @@ static void check_rejected(struct mp_pci_irq bad)
 
 START_TEST(test_invalid_intx_0_rejected)
 {
-	check_rejected((struct mp_pci_irq){1, 0, 16});
+	check_rejected((struct machine_pci_irq){1, 0, 16});
 }
 END_TEST
 
 START_TEST(test_invalid_intx_5_rejected)
 {
-	check_rejected((struct mp_pci_irq){1, 5, 16});
+	check_rejected((struct machine_pci_irq){1, 5, 16});
 }
 END_TEST
 
 START_TEST(test_checksums_hold_for_many_cpus)
 {
 	struct mp_parsed mp;
-	struct mp_config c = {.ncpus = 64};
+	struct machine_desc c = {.ncpus = 64};
 	write_table(&c);
 	parse(&mp);
 	ck_assert_uint_eq(sum8(ram.buf + LAYOUT_MPTABLE, 16), 0);
