@@ -14,7 +14,9 @@
 # the interrupt lines; everything else is judged here.
 # Command-line keys: vmmci.token=WORD (echoed through hvc0 and written to the
 # disk), vmmci.host=IP (the tap's host side), vmmci.full=1 (also fio and
-# iperf3 from the ext4 tools disk /dev/vdb, in a chroot).
+# iperf3 from the ext4 tools disk /dev/vdb, in a chroot), vmmci.off=poweroff
+# (end with `poweroff -f` instead of `reboot -f`: an ACPI kernel powers the
+# machine off through the FADT's sleep control register, VMM exit 0).
 #
 # On our host a system call costs ~450 us and fork+exec ~1.7 s (emulated
 # ring 0): builtins (read, echo, printf, case, test) wherever possible.
@@ -45,13 +47,14 @@ say "protocol 1"
 up
 say "init start uptime $UP"
 
-token=none host=10.0.2.2 full=0
+token=none host=10.0.2.2 full=0 off=reboot
 read -r cmdline </proc/cmdline
 for w in $cmdline; do
 	case "$w" in
 	vmmci.token=*) token=${w#*=} ;;
 	vmmci.host=*) host=${w#*=} ;;
 	vmmci.full=*) full=${w#*=} ;;
+	vmmci.off=*) off=${w#*=} ;;
 	esac
 done
 
@@ -183,7 +186,7 @@ say "init end uptime $UP"
 if [ $failed -eq 0 ]; then
 	say "done ok $checks"
 	sync
-	reboot -f
+	if [ "$off" = poweroff ]; then poweroff -f; else reboot -f; fi
 fi
 say "done FAIL $failed of $checks"
 sync

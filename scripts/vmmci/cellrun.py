@@ -248,12 +248,12 @@ def cell_expectations(cell, emulated, net_reason, token):
                + ("a user's kernel is never patched)" if k.source == "user" else "built without it)"))
     msi = None
     if k.variant:
-        msi = k.variant == "msi" and cell.mode == "msix"
+        msi = k.msi and cell.mode == "msix"
     elif cell.mode == "intx":
         msi = False  # the VMM hides MSI-X: every kernel must use INTx
     return consolelog.Expect(msi=msi, cpus=cell.cpus, net=not net_reason, net_skip=net_reason,
                              userspace=userspace, userspace_skip=why, full=cell.full,
-                             token=token)
+                             token=token, acpi=k.acpi_only, boot=cell.boot)
 
 
 def cmdline_for(cell, net, token, append=""):
@@ -265,13 +265,16 @@ def cmdline_for(cell, net, token, append=""):
         words.append(f"ip={GUEST_IP}::{HOST_IP}:{NETMASK}:vm:eth0:off")
     if cell.full:
         words.append("vmmci.full=1")
+    if k.acpi_only:
+        words.append("vmmci.off=poweroff")  # ends through ACPI S5, not the i8042
     if append:
         words.append(append)
     return " ".join(words)
 
 
 def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout, extra=()):
-    argv = [vmm, "--kernel", cell.kernel.path, "--initrd", initrd, "--memory", "256",
+    argv = [vmm, "--kernel", cell.kernel_path, "--boot", "pvh" if cell.boot == "pvh" else "linux",
+            "--initrd", initrd, "--memory", "256",
             "--cpus", str(cell.cpus), "--irq-mode", cell.mode, "--disk", disk, "--rng",
             "--console", "virtio", "--console-log", fifo, "--stats", "-v",
             "--timeout", str(timeout), "--no-default-cmdline", "--cmdline", cmdline]
@@ -425,7 +428,8 @@ def cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv):
     failed = [x for x in checks if x.status == consolelog.FAIL]
     return {
         "id": cell.id, "kernel": cell.kernel.to_dict(), "version": cell.kernel.version,
-        "variant": cell.kernel.variant or None, "mode": cell.mode, "cpus": cell.cpus,
+        "variant": cell.kernel.variant or None, "boot": cell.boot, "mode": cell.mode,
+        "cpus": cell.cpus,
         "repeat": cell.repeat, "full": cell.full,
         "result": "fail" if failed else "pass",
         "userspace": "ran" if e.userspace else e.userspace_skip,

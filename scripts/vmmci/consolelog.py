@@ -11,7 +11,7 @@ names used here are importable from here too.
 import re
 from dataclasses import dataclass, field, asdict
 
-from .vmmlog import clean_line, irq_paths, parse_host_cpu, parse_stats, stop_cause
+from .vmmlog import clean_line, intx_pin, irq_paths, parse_host_cpu, parse_stats, stop_cause
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -28,6 +28,8 @@ BAD_LINES = [
     ("hung task", re.compile(r"blocked for more than \d+ seconds|hung_task")),
     ("Oops", re.compile(r"\bOops\b")),
     ("general protection fault", re.compile(r"general protection fault")),
+    # ACPICA's own complaints about the tables (the VMM's to fix), any kernel.
+    ("ACPI Error/Warning", re.compile(r"ACPI (?:BIOS )?(?:Error|Warning)|ACPI Exception")),
 ]
 
 VIRTIO_TYPES = {1: "net", 2: "blk", 3: "console", 4: "rng"}
@@ -63,6 +65,8 @@ class Expect:
     # The host's TSC rate when the VMM's stderr does not say it (cells
     # recorded before the VMM printed its "cpu:" line at -v).
     host_tsc_khz: int = 0
+    acpi: bool = False  # a kernel that finds the machine through ACPI only
+    boot: str = "bzimage"  # or pvh
 
 
 @dataclass
@@ -145,7 +149,26 @@ def kernel_checks(c, stats, e, host):
         out.append(smp_check(c, e.cpus))
     out.append(firmware_bug_check(c, host))
     out.append(tsc_check(c, host))
+    if e.acpi:
+        out.append(acpi_check(c, e))
     return out
+
+
+def acpi_check(c, e):
+    """A kernel without MP-table parsing found the machine in the ACPI
+    tables: the RSDP where the VMM put it, the MADT's IOAPIC and CPUs, and
+    IOAPIC routing for PCI (from the DSDT's _PRT); PVH cells took the RSDP
+    from the start info."""
+    wanted = [("\"ACPI: RSDP 0x00000000000E0000\"", r"ACPI: RSDP 0x0+E0000"),
+              ("the MADT (\"ACPI: APIC\")", r"ACPI: APIC 0x"),
+              ("\"IOAPIC[0]: apic_id\"", r"IOAPIC\[0\]: apic_id \d+"),
+              ("\"ACPI: Using IOAPIC for interrupt routing\"",
+               r"ACPI: Using IOAPIC for interrupt routing"),
+              ("the root bridge \"PCI Root Bridge [PCI0]\"", r"PCI Root Bridge \[PCI0\]")]
+    if e.cpus > 1:
+        wanted.append((f"\"ACPI: LAPIC_NMI\" and {e.cpus} CPUs from the MADT",
+                       rf"smp: Brought up \d+ nodes?, {e.cpus} CPUs"))
+    return lines_check("acpi", c, wanted)
 
 
 def fmt_ts(ts):
@@ -285,8 +308,14 @@ def tsc_check(c, host):
     return Check("tsc", PASS, detail, info=info)
 
 
-def proc_interrupts_check(c, e):
-    """The virtio lines of the guest's /proc/interrupts: PCI-MSI or IO-APIC."""
+IOAPIC_GSI = re.compile(r"IO-APIC\s+(\d+)-fasteoi")
+
+
+def proc_interrupts_check(c, e, stats=None):
+    """The virtio lines of the guest's /proc/interrupts: PCI-MSI or IO-APIC;
+    on IO-APIC, the input the guest listens on must be one the VMM wires a
+    virtio device to (the MP table's or the _PRT's word against the
+    device's: a wrong table entry shows here first)."""
     if not c.interrupts:
         return Check("irq-proc", FAIL, "no virtio line from /proc/interrupts", "userspace")
     kinds = {}
@@ -298,6 +327,14 @@ def proc_interrupts_check(c, e):
         ok = "other" not in kinds
     else:
         ok = set(kinds) == {"msix" if e.msi else "intx"}
+    if stats is not None and stats.devices and "intx" in kinds:
+        wired = {intx_pin(d["slot"]) for d in stats.devices.values()}
+        heard = {int(m.group(1)) for x in kinds["intx"] if (m := IOAPIC_GSI.search(x))}
+        stray = sorted(heard - wired)
+        if stray:
+            ok = False
+            desc += (f"; the guest listens on IOAPIC input {', '.join(map(str, stray))}, which "
+                     f"no virtio device is wired to (the VMM's: {', '.join(map(str, sorted(wired)))})")
     return Check("irq-proc", PASS if ok else FAIL,
                  desc + " | " + " | ".join(re.sub(r"\s+", " ", x) for x in c.interrupts),
                  "userspace")
@@ -307,7 +344,7 @@ USERSPACE_CHECKS = ("disk-pattern", "hwrng", "hvc0-echo", "ping")
 FULL_CHECKS = ("tools-disk", "fio", "iperf3")
 
 
-def userspace_checks(c, hvc_text, e):
+def userspace_checks(c, hvc_text, e, stats=None):
     names = list(USERSPACE_CHECKS) + (list(FULL_CHECKS) if e.full else [])
     names += ["irq-proc", "hvc0-host", "init-verdict"]
     if not e.userspace:
@@ -322,7 +359,7 @@ def userspace_checks(c, hvc_text, e):
                              "userspace"))
         else:
             out.append(Check(name, FAIL, "not reported by /init", "userspace"))
-    out.append(proc_interrupts_check(c, e))
+    out.append(proc_interrupts_check(c, e, stats))
     # The VMM writes hvc0's output where the serial console goes (stdout, or
     # the --console-log file), so it is looked for in both streams.
     echo = f"hvc0-echo: {e.token}"
@@ -345,7 +382,9 @@ def exit_check(code, e, stderr_text, c=None):
     expected end is the panic after init's first system call (exit 4, and
     that panic, not any other way to exit 4)."""
     cause = stop_cause(c or Console(), stderr_text, code)
-    want, want_kind = (0, "reset") if e.userspace else (4, "init-syscall-panic")
+    # /init ends ACPI cells with poweroff -f: through the FADT's S5.
+    end = "poweroff" if e.acpi else "reset"
+    want, want_kind = (0, end) if e.userspace else (4, "init-syscall-panic")
     ok = code == want and cause.kind == want_kind
     detail = f"exit {code} ({cause.kind}: {cause.detail})"
     if not ok:
@@ -358,7 +397,7 @@ def evaluate(console_text, hvc_text, stderr_text, exit_code, e):
     c = parse_console(console_text)
     stats = parse_stats(stderr_text)
     checks = kernel_checks(c, stats, e, parse_host_cpu(stderr_text, e))
-    checks += userspace_checks(c, hvc_text, e)
+    checks += userspace_checks(c, hvc_text, e, stats)
     checks.append(exit_check(exit_code, e, stderr_text, c))
     return c, stats, checks
 

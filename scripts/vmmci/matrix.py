@@ -9,10 +9,14 @@ from dataclasses import dataclass, field
 from vmmtools import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RECIPE = re.compile(r"^(5\.10|6\.1|6\.12):(msi|nomsi)$")
+RECIPE = re.compile(r"^(5\.10|6\.1|6\.12):(msi|nomsi|acpi-msi|acpi-nomsi)$")
 SERIES = ("5.10", "6.1", "6.12")
+VARIANTS = ("msi", "nomsi", "acpi-msi", "acpi-nomsi")
+BOOTS = ("bzimage", "pvh")
+# (kernel, mode, cpus): the ACPI nomsi cell is INTx from the DSDT's _PRT
+# with the MP table unread (X86_MPPARSE off), in the VMM's default mode.
 QUICK = [("6.1:msi", "msix", 1), ("6.1:msi", "intx", 1), ("6.1:nomsi", "msix", 1),
-         ("6.1:msi", "msix", 2)]
+         ("6.1:msi", "msix", 2), ("6.1:acpi-nomsi", "msix", 1)]
 
 
 def host_emulates_ring0():
@@ -34,6 +38,24 @@ class Kernel:
     source: str = "recipe"  # recipe or user
     patched: bool = False  # carries the host workaround
     info: dict = field(default_factory=dict)
+
+    @property
+    def msi(self):
+        """True/False: built with/without CONFIG_PCI_MSI; None: not known."""
+        return None if not self.variant else self.variant in ("msi", "acpi-msi")
+
+    @property
+    def acpi_only(self):
+        """A recipe kernel that finds the machine through ACPI alone."""
+        return self.variant.startswith("acpi-")
+
+    @property
+    def vmlinux(self):
+        """The ELF kernel for a PVH cell: a recipe image's vmlinux, or the
+        user's kernel itself (which must then be an ELF with the note)."""
+        if self.source == "recipe":
+            return os.path.join(os.path.dirname(self.path), "vmlinux")
+        return self.path
 
     @property
     def slug(self):
@@ -61,12 +83,18 @@ class Cell:
     cpus: int
     repeat: int
     full: bool = False
+    boot: str = "bzimage"  # bzimage (the 64-bit boot protocol) or pvh (vmlinux, PVH entry)
     # clearcpuid= bits added by --auto-clearcpuid (user kernels only)
     extra_clearcpuid: tuple = ()
 
     @property
     def id(self):
-        return f"{self.kernel.slug}.{self.mode}.c{self.cpus}.r{self.repeat}"
+        pvh = ".pvh" if self.boot == "pvh" else ""
+        return f"{self.kernel.slug}{pvh}.{self.mode}.c{self.cpus}.r{self.repeat}"
+
+    @property
+    def kernel_path(self):
+        return self.kernel.vmlinux if self.boot == "pvh" else self.kernel.path
 
 
 def parse_list(text, allowed=None, conv=str):
@@ -79,7 +107,7 @@ def parse_list(text, allowed=None, conv=str):
 
 
 def parse_kernel_spec(spec):
-    """"6.1:msi" -> recipe kernel; "PATH[:msi|:nomsi]" -> a user's kernel."""
+    """"6.1:msi", "6.1:acpi-nomsi" -> recipe kernel; "PATH[:msi|:nomsi]" -> a user's kernel."""
     if RECIPE.match(spec):
         return Kernel(label=spec, path="", variant=spec.split(":")[1])
     path, variant = spec, ""
@@ -87,8 +115,8 @@ def parse_kernel_spec(spec):
     if m and os.path.exists(m.group(1)):
         path, variant = m.group(1), m.group(2)
     if not os.path.isfile(path):
-        raise ValueError(f"{spec!r} is neither a recipe kernel (5.10|6.1|6.12:msi|nomsi) "
-                         "nor a kernel file")
+        raise ValueError(f"{spec!r} is neither a recipe kernel (5.10|6.1|6.12:"
+                         f"{'|'.join(VARIANTS)}) nor a kernel file")
     return Kernel(label=spec, path=os.path.abspath(path), variant=variant, source="user",
                   version=kernel_file_version(path))
 
@@ -132,13 +160,14 @@ def read_build_info(path):
     return info
 
 
-def make_cells(kernels, modes, cpus, repeat, full):
+def make_cells(kernels, modes, cpus, repeat, full, boots=("bzimage",)):
     cells = []
     for r in range(1, repeat + 1):
         for k in kernels:
-            for m in modes:
-                for c in cpus:
-                    cells.append(Cell(k, m, c, r, full))
+            for b in boots:
+                for m in modes:
+                    for c in cpus:
+                        cells.append(Cell(k, m, c, r, full, boot=b))
     return cells
 
 

@@ -113,7 +113,7 @@ class StopCause:
         return asdict(self)
 
 
-STOP_KINDS = ("reset", "init-syscall-panic", "panic", "emulation-failure", "triple-fault",
+STOP_KINDS = ("reset", "poweroff", "init-syscall-panic", "panic", "emulation-failure", "triple-fault",
               "kvm-error", "timeout", "interrupted", "host", "seccomp", "unknown")
 VCPU_ERROR = re.compile(r"vmm: error: (vCPU \d+: (instruction emulation failed|triple fault|"
                         r"KVM internal error|VM entry failed|unexpected KVM exit).*)$")
@@ -162,4 +162,6 @@ def stop_cause(c, stderr_text, code):
         return StopCause("panic", panic.strip())
     kind = {0: "reset", 6: "timeout", 8: "host", 10: "interrupted", 12: "seccomp"}.get(
         code, "unknown")
+    if code == 0 and "ACPI S5" in why:
+        kind = "poweroff"  # devices/acpi_pm.c: the FADT's sleep control register
     return StopCause(kind, why)

@@ -258,6 +258,39 @@ class BrokenOnPurpose(unittest.TestCase):
         self.assertIn("expected intx", c.detail)
         self.assertEqual(self.verdict("irq-proc", msi=False).status, "fail")
 
+    def test_guest_listening_on_an_input_no_device_is_wired_to_fails(self):
+        # What a wrong _PRT (or MP table) entry looks like: the guest's
+        # virtio line on IOAPIC input 22 while the VMM wires slot 1 to 17.
+        console, stderr, case = load("6.1-msi-intx-pass")
+        good = consolelog.evaluate(console, console, stderr, case["exit"], expect_of(case))[2]
+        self.assertEqual(statuses(good)["irq-proc"], "pass")
+        bad = console.replace("17:          7   IO-APIC  17-fasteoi   virtio0",
+                              "22:          7   IO-APIC  22-fasteoi   virtio0")
+        self.assertNotEqual(bad, console)
+        c = {x.name: x for x in consolelog.evaluate(bad, bad, stderr, case["exit"],
+                                                    expect_of(case))[2]}["irq-proc"]
+        self.assertEqual(c.status, "fail")
+        self.assertIn("listens on IOAPIC input 22, which no virtio device is wired to", c.detail)
+
+    def test_acpi_errors_fail_any_kernel(self):
+        for line in ("ACPI BIOS Error (bug): A valid RSDP was not found (20220331/tbxfroot-210)",
+                     "ACPI Error: AE_NOT_FOUND, While resolving a named reference package",
+                     "ACPI Warning: FADT (revision 6) is longer than ACPI 5.0 version"):
+            with self.subTest(line=line):
+                bad = self.console + f"[   9.000000] {line}\n"
+                self.assertEqual(self.verdict("kernel-log-clean", console=bad).status, "fail")
+
+    def test_acpi_cell_needs_the_tables_and_ends_by_poweroff(self):
+        c = self.verdict("acpi", acpi=True)
+        self.assertEqual(c.status, "fail")  # an MP-table kernel's log has no RSDP line
+        self.assertIn("ACPI: RSDP", c.detail)
+        c = self.verdict("vmm-exit", acpi=True)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("expected exit 0 (poweroff)", c.detail)
+        s5 = self.stderr + ("vmm: info: guest stopped: ACPI S5 (the guest powered off) "
+                            "(exit code 0)\n")
+        self.assertEqual(self.verdict("vmm-exit", stderr=s5, acpi=True).status, "pass")
+
     def test_unknown_kernel_msi_is_reported_not_judged(self):
         self.assertEqual(self.verdict("irq-path", msi=None).status, "pass")
 
@@ -463,10 +496,28 @@ class Runner(unittest.TestCase):
 
     def test_quick_matrix(self):
         kernels = {s: matrix.Kernel(label=s, path="", variant=s.split(":")[1])
-                   for s in ("6.1:msi", "6.1:nomsi")}
+                   for s in ("6.1:msi", "6.1:nomsi", "6.1:acpi-nomsi")}
         cells = matrix.quick_cells(kernels, 1, False)
         self.assertEqual([c.id for c in cells], ["6.1-msi.msix.c1.r1", "6.1-msi.intx.c1.r1",
-                                                 "6.1-nomsi.msix.c1.r1", "6.1-msi.msix.c2.r1"])
+                                                 "6.1-nomsi.msix.c1.r1", "6.1-msi.msix.c2.r1",
+                                                 "6.1-acpi-nomsi.msix.c1.r1"])
+
+    def test_acpi_variants_and_pvh_cells(self):
+        k = matrix.parse_kernel_spec("6.1:acpi-nomsi")
+        self.assertEqual((k.variant, k.msi, k.acpi_only), ("acpi-nomsi", False, True))
+        self.assertTrue(matrix.parse_kernel_spec("5.10:acpi-msi").msi)
+        k.path = "/cache/images/6.1-acpi-nomsi-hostwa-KEY/bzImage"
+        cells = matrix.make_cells([k], ["msix"], [1], 1, False, boots=matrix.BOOTS)
+        self.assertEqual([c.id for c in cells], ["6.1-acpi-nomsi.msix.c1.r1",
+                                                 "6.1-acpi-nomsi.pvh.msix.c1.r1"])
+        self.assertEqual(cells[1].kernel_path, "/cache/images/6.1-acpi-nomsi-hostwa-KEY/vmlinux")
+        argv = cellrun.vmm_argv(cells[1], "vmm", "i", "d", None, "f", "c", None, 9)
+        self.assertEqual(argv[1:5], ["--kernel", cells[1].kernel_path, "--boot", "pvh"])
+        e = cellrun.cell_expectations(cells[0], False, "", "t")
+        self.assertEqual((e.acpi, e.msi), (True, False))
+        self.assertIn("vmmci.off=poweroff", cellrun.cmdline_for(cells[0], False, "t"))
+        with self.assertRaises(ValueError):
+            matrix.parse_kernel_spec("6.1:acpi")
 
     def test_kernel_version_from_bzimage_header_and_vmlinux_banner(self):
         import struct
