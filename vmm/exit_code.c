@@ -11,6 +11,7 @@ int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value)
 	case MACHINE_STOP_GUEST_RESET: return EXIT_GUEST_OFF;
 	case MACHINE_STOP_GUEST_PANIC: return EXIT_GUEST_CRASH;
 	case MACHINE_STOP_GUEST_EXIT_VALUE: return (int)(((value << 1) | 1) & 0xFF);
+	case MACHINE_STOP_GUEST_STATUS: return (int)(value & 0xFF);
 	case MACHINE_STOP_GUEST_CRASH: return EXIT_GUEST_CRASH;
 	case MACHINE_STOP_HOST_FAILURE: return EXIT_HOST;
 	}

@@ -24,7 +24,9 @@ enum vmm_exit_code {
 /* ERR_INPUT -> 2, ERR_HOST (or no kind recorded) -> 8. */
 int exit_code_for_err(const struct err *e);
 /* Reset -> 0, panic -> 4, a debug-exit value v -> (v << 1) | 1 as the shell
- * sees it (the low 8 bits: always odd, never one of the codes above). */
+ * sees it (the low 8 bits: always odd, never one of the codes above), a
+ * status-port byte -> itself (the guest command's status, which may be
+ * any of the codes above: -v says which it was). */
 int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value);
 
 #endif

@@ -31,6 +31,8 @@ static const struct isa_range {
      offsetof(struct isa_devices, debug_exit)},
     {"pvpanic", false, PVPANIC_PORT, 1, pvpanic_read, pvpanic_write,
      offsetof(struct isa_devices, pvpanic)},
+    {"guest status port", false, GUEST_STATUS_PORT, GUEST_STATUS_LEN, guest_status_read,
+     guest_status_write, offsetof(struct isa_devices, guest_status)},
     {"ACPI sleep and reset registers", false, ACPI_PM_BASE, ACPI_PM_LEN, acpi_pm_read,
      acpi_pm_write, offsetof(struct isa_devices, acpi_pm)},
     {"boot-timer port", false, BOOT_TIMER_PORT, 1, boot_timer_port_read, boot_timer_port_write,
@@ -54,6 +56,7 @@ int isa_devices_create(struct isa_devices *d, const struct isa_env *env, struct 
 	debug_exit_init(&d->debug_exit, env->ctl);
 	pvpanic_init(&d->pvpanic, env->ctl);
 	acpi_pm_init(&d->acpi_pm, env->ctl);
+	guest_status_init(&d->guest_status, env->ctl, env->log);
 	boot_timer_init(&d->boot_timer, env->start_ns, env->boot_timer_out);
 	for (size_t i = 0; i < sizeof(isa_ranges) / sizeof(isa_ranges[0]); i++) {
 		const struct isa_range *r = &isa_ranges[i];

@@ -1,8 +1,8 @@
 /*
  * The legacy (ISA) devices every machine has, and where they sit on the
  * port and MMIO buses: COM1, the i8042 (reset), the CMOS RTC, the
- * debug-exit port, pvpanic, the ACPI sleep/reset registers the FADT names,
- * and the boot timer. Their bus ranges are one
+ * debug-exit port, the guest status port, pvpanic, the ACPI sleep/reset
+ * registers the FADT names, and the boot timer. Their bus ranges are one
  * table (vmm/isa_devices.c); adding a legacy device is its state here, its
  * init and its rows there.
  */
@@ -14,6 +14,7 @@
 #include "devices/acpi_pm.h"
 #include "devices/boot_timer.h"
 #include "devices/debug_exit.h"
+#include "devices/guest_status.h"
 #include "devices/i8042.h"
 #include "devices/pvpanic.h"
 #include "devices/rtc.h"
@@ -34,6 +35,7 @@ struct isa_devices {
 	struct debug_exit debug_exit;
 	struct pvpanic pvpanic;
 	struct acpi_pm acpi_pm;
+	struct guest_status guest_status;
 	struct boot_timer boot_timer;
 };
 
@@ -46,6 +48,7 @@ struct isa_env {
 	struct machine_ctl ctl;		     /* reset, panic, debug-exit */
 	uint64_t start_ns;		     /* the boot timer's zero */
 	FILE *boot_timer_out;		     /* --boot-timer: where markers go, or NULL */
+	struct log *log;		     /* the guest status port's reports */
 };
 
 /* Initialises every device and puts its ranges on the buses. 0, or -1

@@ -106,6 +106,7 @@ static int vm_create_devices(struct vm *vm, struct err *e)
 	    .ctl = vm->ctl,
 	    .start_ns = vm->start_ns,
 	    .boot_timer_out = vm->opts->boot_timer ? stderr : NULL,
+	    .log = &vm->log,
 	};
 	return isa_devices_create(&vm->isa, &env, e);
 }

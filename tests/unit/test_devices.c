@@ -6,6 +6,7 @@
 
 #include "devices/boot_timer.h"
 #include "devices/debug_exit.h"
+#include "devices/guest_status.h"
 #include "devices/i8042.h"
 #include "devices/pvpanic.h"
 #include "irq/irq.h"
@@ -18,6 +19,51 @@
 #include <string.h>
 
 static struct stop_rec stops;
+
+/* ---- the guest status port ---- */
+
+START_TEST(test_status_port_exit_is_the_status_itself)
+{
+	struct guest_status g;
+	guest_status_init(&g, stop_rec_ctl(&stops), NULL);
+	uint8_t v = 3;
+	guest_status_write(&g, GUEST_STATUS_EXIT, &v, 1);
+	ck_assert_uint_eq(stops.n, 1);
+	ck_assert_int_eq(stops.reason, MACHINE_STOP_GUEST_STATUS);
+	ck_assert_int_eq(stops.code, 3);
+	for (unsigned s = 0; s < 256; s++)
+		ck_assert_int_eq(exit_code_for_stop(MACHINE_STOP_GUEST_STATUS, s), (int)s);
+}
+END_TEST
+
+START_TEST(test_status_port_reports_without_stopping)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct log log;
+	log_init(&log, LOG_INFO, f);
+	struct guest_status g;
+	guest_status_init(&g, stop_rec_ctl(&stops), &log);
+	uint8_t idx = 2, st = 3, flags = GUEST_STATUS_TIMEOUT, wide[2] = {1, 1};
+	guest_status_write(&g, GUEST_STATUS_INDEX, &idx, 1);
+	guest_status_write(&g, GUEST_STATUS_REPORT, &st, 1);
+	idx = 7;
+	guest_status_write(&g, GUEST_STATUS_INDEX, &idx, 1);
+	guest_status_write(&g, GUEST_STATUS_FLAGS, &flags, 1);
+	st = 137;
+	guest_status_write(&g, GUEST_STATUS_REPORT, &st, 1);
+	guest_status_write(&g, GUEST_STATUS_REPORT, wide, 2); /* not a byte: ignored */
+	fflush(f);
+	ck_assert_uint_eq(stops.n, 0);
+	ck_assert_uint_eq(g.reports, 2);
+	ck_assert_ptr_nonnull(strstr(text, "guest status: command 2 ended with status 3\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "guest status: command 7 ended with status 137 (stopped by its timeout)"));
+	fclose(f);
+	free(text);
+}
+END_TEST
 
 /* ---- debug exit ---- */
 
@@ -278,6 +324,8 @@ static Suite *devices_suite(void)
 {
 	Suite *s = suite_create("devices");
 	TCase *t = tcase_create("debug_exit_i8042_pvpanic");
+	tcase_add_test(t, test_status_port_exit_is_the_status_itself);
+	tcase_add_test(t, test_status_port_reports_without_stopping);
 	tcase_add_test(t, test_debug_exit_code_is_value_shifted_or_1_low_byte);
 	tcase_add_test(t, test_debug_exit_byte_write_requests_stop_with_code);
 	tcase_add_test(t, test_debug_exit_dword_write_requests_stop_with_code);

@@ -13,6 +13,7 @@ enum machine_stop_reason {
 	MACHINE_STOP_GUEST_RESET,      /* the guest reset or shut the machine down */
 	MACHINE_STOP_GUEST_PANIC,      /* the guest said its kernel panicked */
 	MACHINE_STOP_GUEST_EXIT_VALUE, /* the guest ended with a value (debug-exit) */
+	MACHINE_STOP_GUEST_STATUS,     /* the guest ended with an exit status (status port) */
 	MACHINE_STOP_GUEST_CRASH,      /* triple fault, emulation failure, KVM error */
 	MACHINE_STOP_HOST_FAILURE,     /* the host failed the VMM: a thread, a filter, KVM_RUN */
 };
