@@ -9,6 +9,10 @@
 #   VMMCI: data NAME VALUE                (fio/iperf3 figures, rng bytes)
 #   VMMCI: hvc0 ready                     (the runner may now type on hvc0)
 #   VMMCI: done ok N | VMMCI: done FAIL N (N = checks run / failed)
+#   VMMCI: run N start | VMMCI: run N stdout|stderr LINE | VMMCI: run N end
+#                                         (the user's commands, after the checks:
+#                                         their exit status goes through the VMM's
+#                                         status port, never through a console line)
 # then `reboot -f` when every check passed (VMM exit 0), or exits, which makes
 # the kernel panic ("Attempted to kill init", VMM exit 4). The runner judges
 # the interrupt lines; everything else is judged here.
@@ -168,6 +172,43 @@ EOF
 	if [ $rc -eq 0 ]; then check iperf3 ok "to $host, 10 s"; else check iperf3 FAIL "exit $rc: $FLAT"; fi
 }
 
+# --- the user's commands (vmm-ci --run, in /vmmci/commands, one per line;
+# --include's files in /vmmci/include, the working directory): each with
+# its own timeout (/vmmci/timeout seconds), its output on the console, its
+# exit status reported through the VMM's status port (devices/
+# guest_status.h: FLAGS, INDEX, STATUS at ports 0x511-0x513, from
+# /dev/port) so that nothing the command prints can fake it.
+byte() { printf "\\$(printf %03o "$1")"; }
+report_status() { # INDEX TIMEDOUT STATUS
+	{ byte "$2"; byte "$1"; byte "$3"; } | dd of=/dev/port bs=1 seek=$((0x511)) count=3 2>/dev/null
+}
+user_commands() {
+	[ -f /vmmci/commands ] || return 0
+	limit=60
+	[ -f /vmmci/timeout ] && read -r limit </vmmci/timeout
+	dir=/
+	[ -d /vmmci/include ] && dir=/vmmci/include
+	n=0
+	while IFS= read -r cmd; do
+		n=$((n + 1))
+		say "run $n start"
+		(cd "$dir" && exec sh -c "$cmd") </dev/null >/tmp/run.out 2>/tmp/run.err &
+		pid=$!
+		rm -f /tmp/run.timedout
+		(sleep "$limit" && kill -9 $pid 2>/dev/null && : >/tmp/run.timedout) &
+		watch=$!
+		wait $pid
+		st=$?
+		kill $watch 2>/dev/null
+		while IFS= read -r l; do say "run $n stdout $l"; done </tmp/run.out
+		while IFS= read -r l; do say "run $n stderr $l"; done </tmp/run.err
+		late=0
+		[ -e /tmp/run.timedout ] && late=1
+		report_status $n $late $st
+		say "run $n end"
+	done </vmmci/commands
+}
+
 disk_check
 rng_check
 hvc_check
@@ -180,6 +221,8 @@ while read -r line; do
 	first=0
 	case "$line" in *virtio*) say "interrupts $line" ;; esac
 done </proc/interrupts
+
+user_commands
 
 up
 say "init end uptime $UP"

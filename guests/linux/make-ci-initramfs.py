@@ -2,14 +2,18 @@
 """Writes the CI initramfs: an uncompressed newc cpio with Debian's static
 busybox and ci-init.sh as /init. Prints OUT's path on stdout.
 
-Usage: make-ci-initramfs.py OUT.cpio [--busybox PATH]
+Usage: make-ci-initramfs.py OUT.cpio [--busybox PATH] [--commands FILE]
+                              [--command-timeout S] [--include DIR]
 
 Contents: /dev/console (char 5:1, the kernel's first console), /dev /proc
 /sys /tmp /mnt/tools (with dev, proc, tmp under it) as directories,
 /bin/busybox (from the busybox-static package, installed by name with
 apt-get when missing), /bin/APPLET -> busybox for each of its applets (its
 "standalone shell" finds applets through /proc/self/exe, which is not there
-before /init mounts /proc), /init (ci-init.sh). The archive
+before /init mounts /proc), /init (ci-init.sh); with --commands, the user's
+commands as /vmmci/commands (one per line) and /vmmci/timeout; with
+--include DIR, DIR's files and directories under /vmmci/include with their
+modes (symbolic links kept as links). The archive
 is written here, in Python, so neither root (for the device node) nor the
 kernel's gen_init_cpio is needed, and it is byte-for-byte reproducible
 (mtimes 0, uid/gid 0).
@@ -69,8 +73,8 @@ class Newc:
         self.out.write(data)
         self.out.write(b"\0" * (-len(data) % 4))
 
-    def dir(self, name):
-        self._entry(name, stat.S_IFDIR | 0o755, nlink=2)
+    def dir(self, name, mode=0o755):
+        self._entry(name, stat.S_IFDIR | mode, nlink=2)
 
     def file(self, name, data, mode=0o755):
         self._entry(name, stat.S_IFREG | mode, data)
@@ -91,7 +95,28 @@ def applets(busybox):
     return sorted(a for a in out.split() if a and "/" not in a and a != "busybox")
 
 
-def write_initramfs(path, busybox, init_script):
+def add_tree(c, src, dst):
+    """DIR's contents under dst, modes kept (what --include documents)."""
+    for root, dirs, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        base = dst if rel == "." else f"{dst}/{rel}"
+        for d in sorted(dirs):
+            full = os.path.join(root, d)
+            if os.path.islink(full):
+                c.symlink(f"{base}/{d}", os.readlink(full))
+            else:
+                c.dir(f"{base}/{d}", stat.S_IMODE(os.stat(full).st_mode))
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            if os.path.islink(full):
+                c.symlink(f"{base}/{f}", os.readlink(full))
+            else:
+                with open(full, "rb") as fh:
+                    c.file(f"{base}/{f}", fh.read(), stat.S_IMODE(os.stat(full).st_mode))
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+
+
+def write_initramfs(path, busybox, init_script, commands=None, timeout=60, include=None):
     with open(busybox, "rb") as f:
         bb = f.read()
     with open(init_script, "rb") as f:
@@ -107,6 +132,14 @@ def write_initramfs(path, busybox, init_script):
         for a in applets(busybox):
             c.symlink("bin/" + a, "busybox")
         c.file("init", init)
+        if commands is not None or include:
+            c.dir("vmmci")
+        if commands is not None:
+            c.file("vmmci/commands", "".join(x + "\n" for x in commands).encode(), 0o644)
+            c.file("vmmci/timeout", f"{timeout}\n".encode(), 0o644)
+        if include:
+            c.dir("vmmci/include", stat.S_IMODE(os.stat(include).st_mode))
+            add_tree(c, include, "vmmci/include")
         c.trailer()
     os.replace(tmp, path)
 
@@ -115,7 +148,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--busybox", help="a static busybox (default: busybox-static's)")
+    ap.add_argument("--commands", help="a file of commands, one per line, run after the checks")
+    ap.add_argument("--command-timeout", type=int, default=60, help="seconds per command")
+    ap.add_argument("--include", help="a directory copied to /vmmci/include")
     args = ap.parse_args()
+    commands = None
+    if args.commands:
+        with open(args.commands) as f:
+            commands = [x.rstrip("\n") for x in f if x.strip()]
+    if args.include and not os.path.isdir(args.include):
+        sys.exit(f"make-ci-initramfs: --include {args.include}: not a directory")
     busybox = args.busybox
     if not busybox:
         ensure_busybox_static()
@@ -123,7 +165,8 @@ def main():
     if not is_static(busybox):
         sys.exit(f"make-ci-initramfs: {busybox} is not statically linked "
                  "(install busybox-static, not busybox)")
-    write_initramfs(args.out, busybox, os.path.join(HERE, "ci-init.sh"))
+    write_initramfs(args.out, busybox, os.path.join(HERE, "ci-init.sh"), commands,
+                    args.command_timeout, args.include)
     print(f"make-ci-initramfs: {args.out}: {os.path.getsize(args.out)} bytes", file=sys.stderr)
     print(args.out)
 

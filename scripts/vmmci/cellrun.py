@@ -293,6 +293,10 @@ def run_cell(cell, index, ctx):
     os.makedirs(cdir, exist_ok=True)
     token = f"vmmci{os.getpid() % 100000}x{index}"
     e = cell_expectations(cell, ctx.emulated, ctx.net_reason, token)
+    e.commands = getattr(ctx, "commands", ())
+    e.command_timeout = getattr(ctx, "run_timeout", 0)
+    # The user's commands may each take their whole timeout, on top.
+    limit = ctx.timeout + len(e.commands) * e.command_timeout
     disk = os.path.join(cdir, "vda.img")
     make_partitioned_disk(disk)
     fifo = os.path.join(cdir, "console.fifo")
@@ -319,10 +323,10 @@ def run_cell(cell, index, ctx):
             if cell.full:
                 iperf = start_iperf3_server(prefix)
         argv = prefix + vmm_argv(cell, ctx.vmm, ctx.initrd, disk, ctx.tools if cell.full else None,
-                                 fifo, cmdline, netns.tap if netns else None, ctx.timeout,
+                                 fifo, cmdline, netns.tap if netns else None, limit,
                                  ctx.vmm_args)
         session = Session(argv, fifo, on_line)
-        code, killed = session.run(ctx.timeout + 60)
+        code, killed = session.run(limit + 60)
     finally:
         if iperf:
             iperf.terminate()
@@ -339,7 +343,7 @@ def run_cell(cell, index, ctx):
     checks.append(disk_pattern_check(disk, token, e.userspace))
     if killed:
         checks.append(consolelog.Check("runner", consolelog.FAIL,
-                                       f"killed at the {killed} ({ctx.timeout + 60} s)", "host"))
+                                       f"killed at the {killed} ({limit + 60} s)", "host"))
     os.unlink(disk)
     result = cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv)
     result["stop"] = consolelog.stop_cause(c, session.text("stderr"), code).to_dict()

@@ -11,6 +11,7 @@ names used here are importable from here too.
 import re
 from dataclasses import dataclass, field, asdict
 
+from . import usercmd
 from .vmmlog import clean_line, intx_pin, irq_paths, parse_host_cpu, parse_stats, stop_cause
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -45,6 +46,8 @@ class Check:
     # (reported, never failed on): the report's "host-inherited" lines and
     # JUnit's system-out.
     info: str = ""
+    stdout: str = ""  # a user's command: what it printed (JUnit system-out/err)
+    stderr: str = ""
 
     def to_dict(self):
         return asdict(self)
@@ -66,6 +69,8 @@ class Expect:
     # recorded before the VMM printed its "cpu:" line at -v).
     host_tsc_khz: int = 0
     acpi: bool = False  # a kernel that finds the machine through ACPI only
+    commands: tuple = ()  # the user's commands (vmm-ci --run), in order
+    command_timeout: int = 0
     boot: str = "bzimage"  # or pvh
 
 
@@ -398,6 +403,10 @@ def evaluate(console_text, hvc_text, stderr_text, exit_code, e):
     stats = parse_stats(stderr_text)
     checks = kernel_checks(c, stats, e, parse_host_cpu(stderr_text, e))
     checks += userspace_checks(c, hvc_text, e, stats)
+    if e.commands:
+        runs = usercmd.parse_runs(c.lines, stderr_text)
+        checks += usercmd.command_checks(e.commands, runs, e, e.command_timeout, Check, FAIL,
+                                         PASS, SKIP)
     checks.append(exit_check(exit_code, e, stderr_text, c))
     return c, stats, checks
 

@@ -54,6 +54,13 @@ def write_junit(path, cells):
                 ET.SubElement(tc, "skipped", message=x["detail"][:500])
             else:
                 ET.SubElement(tc, "system-out").text = x["detail"]
+            if x.get("stdout"):
+                out = tc.find("system-out")
+                if out is None:
+                    out = ET.SubElement(tc, "system-out")
+                out.text = (out.text + "\n" if out.text else "") + x["stdout"]
+            if x.get("stderr"):
+                ET.SubElement(tc, "system-err").text = x["stderr"]
             if x.get("info"):
                 # A condition inherited from the host: said, never failed on.
                 out = tc.find("system-out")
