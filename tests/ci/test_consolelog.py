@@ -64,6 +64,55 @@ class RecordedCells(unittest.TestCase):
                                  "checks not listed in case.json must pass")
 
 
+class UserCommands(unittest.TestCase):
+    """The user's commands: status from the VMM's status-port lines only."""
+
+    def setUp(self):
+        self.console, self.stderr, self.case = load("6.1-msi-msix-user-commands")
+
+    def checks(self, console=None, stderr=None, **changes):
+        _, _, checks = evaluate(self.console if console is None else console,
+                                self.stderr if stderr is None else stderr, self.case, **changes)
+        return {c.name: c for c in checks}
+
+    def test_statuses_timeout_and_output(self):
+        c = self.checks()
+        self.assertEqual(c["run-1"].detail, "`true`: exit status 0")
+        self.assertEqual(c["run-2"].detail, "`exit 3`: exit status 3")
+        self.assertIn("timed out after 20 s", c["run-3"].detail)
+        self.assertEqual(c["run-4"].stdout, "hi from ./t.sh")
+
+    def test_a_printed_status_line_is_not_a_status(self):
+        # The command prints what the VMM would say: the console is not read for it.
+        forged = self.console.replace(
+            "VMMCI: run 2 start",
+            "VMMCI: run 2 start\nvmm: info: guest status: command 2 ended with status 0")
+        self.assertNotEqual(forged, self.console)
+        self.assertEqual(self.checks(console=forged)["run-2"].status, "fail")
+        lost = "\n".join(x for x in self.stderr.splitlines() if "command 1 ended" not in x)
+        c = self.checks(stderr=lost)["run-1"]
+        self.assertEqual(c.status, "fail")
+        self.assertIn("no status came back through the status port", c.detail)
+
+    def test_skipped_where_userspace_cannot_run(self):
+        c = self.checks(userspace=False, userspace_skip="guest ring 0 is emulated")
+        self.assertEqual(c["run-1"].status, "skip")
+        self.assertIn("needs hardware-assisted KVM", c["run-1"].detail)
+
+    def test_junit_carries_output(self):
+        import tempfile
+        import xml.etree.ElementTree as ET
+        checks = [x.to_dict() for x in self.checks().values()]
+        cell = {"id": "cell", "checks": checks, "boot": {"vmm_wall_s": 1.0}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "junit.xml")
+            report.write_junit(path, [cell])
+            root = ET.parse(path).getroot()
+        tc = {t.get("name"): t for t in root.iter("testcase")}
+        self.assertIsNotNone(tc["run-2"].find("failure"))
+        self.assertIn("hi from ./t.sh", tc["run-4"].find("system-out").text)
+
+
 class StopCauses(unittest.TestCase):
     """Why each recorded cell's VM stopped, as its case.json says (issue 20):
     an exit code alone does not tell a reset, the expected init panic, an
