@@ -4,7 +4,7 @@
 #
 # Usage: build-kernel.sh [options] VARIANT
 #        build-kernel.sh CACHE_DIR VARIANT         (the first form's 6.1 with --cache CACHE_DIR)
-#   VARIANT            msi | nomsi | acpi-msi | acpi-nomsi
+#   VARIANT            msi | nomsi | acpi-msi | acpi-nomsi | kunit
 #   --series S         5.10 | 6.1 | 6.12 (default 6.1)
 #   --cache DIR        default ${VMM_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vmm/kernels}
 #   --host-workaround auto|yes|no
@@ -21,6 +21,7 @@
 #     linux-kvm-tiny-SERIES.config               if it exists (per-version changes)
 #     nomsi.config                               for nomsi, acpi-nomsi (PCI_MSI off)
 #     acpi.config                                for acpi-* (ACPI on, MP table off)
+#     kunit.config                               for kunit (msi + KUnit suites at boot)
 #   make olddefconfig, then check that EVERY option of those fragments has the
 #   value asked for (a dependency that is not met drops one silently).
 #
@@ -77,6 +78,7 @@ case "$variant" in
   nomsi) fragments+=("$here/nomsi.config") ;;
   acpi-msi) fragments+=("$here/acpi.config") ;;
   acpi-nomsi) fragments+=("$here/nomsi.config" "$here/acpi.config") ;;
+  kunit) fragments+=("$here/kunit.config") ;;
   *) usage ;;
 esac
 

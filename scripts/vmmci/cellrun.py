@@ -260,6 +260,7 @@ def cmdline_for(cell, net, token, append=""):
     k = cell.kernel
     clear = clearcpuid_for(k.version) + "".join(f",{b}" for b in cell.extra_clearcpuid)
     words = ["console=hvc0", "console=ttyS0", "reboot=k", "panic=-1", "printk.time=1",
+             "console_msg_format=syslog",  # each line's log level, for kernel-log-level
              "clearcpuid=" + clear, f"vmmci.token={token}", f"vmmci.host={HOST_IP}"]
     if net:
         words.append(f"ip={GUEST_IP}::{HOST_IP}:{NETMASK}:vm:eth0:off")
@@ -293,6 +294,7 @@ def run_cell(cell, index, ctx):
     os.makedirs(cdir, exist_ok=True)
     token = f"vmmci{os.getpid() % 100000}x{index}"
     e = cell_expectations(cell, ctx.emulated, ctx.net_reason, token)
+    e.levels = True  # cmdline_for asks for console_msg_format=syslog
     e.commands = getattr(ctx, "commands", ())
     e.command_timeout = getattr(ctx, "run_timeout", 0)
     # The user's commands may each take their whole timeout, on top.

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from vmmtools import host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RECIPE = re.compile(r"^(5\.10|6\.1|6\.12):(msi|nomsi|acpi-msi|acpi-nomsi)$")
+RECIPE = re.compile(r"^(5\.10|6\.1|6\.12):(msi|nomsi|acpi-msi|acpi-nomsi|kunit)$")
 SERIES = ("5.10", "6.1", "6.12")
-VARIANTS = ("msi", "nomsi", "acpi-msi", "acpi-nomsi")
+VARIANTS = ("msi", "nomsi", "acpi-msi", "acpi-nomsi", "kunit")
 BOOTS = ("bzimage", "pvh")
 # (kernel, mode, cpus): the ACPI nomsi cell is INTx from the DSDT's _PRT
 # with the MP table unread (X86_MPPARSE off), in the VMM's default mode.
@@ -42,7 +42,7 @@ class Kernel:
     @property
     def msi(self):
         """True/False: built with/without CONFIG_PCI_MSI; None: not known."""
-        return None if not self.variant else self.variant in ("msi", "acpi-msi")
+        return None if not self.variant else self.variant in ("msi", "acpi-msi", "kunit")
 
     @property
     def acpi_only(self):

@@ -48,6 +48,8 @@ def write_junit(path, cells):
                           time=str(c["boot"]["vmm_wall_s"]))
         for x in checks:
             tc = ET.SubElement(s, "testcase", classname=c["id"], name=x["name"])
+            if x.get("time") is not None:
+                tc.set("time", f"{x['time']:.6f}")
             if x["status"] == "fail":
                 ET.SubElement(tc, "failure", message=x["detail"][:500]).text = x["detail"]
             elif x["status"] == "skip":
