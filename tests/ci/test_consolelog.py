@@ -607,6 +607,61 @@ class Runner(unittest.TestCase):
             self.assertEqual(mbr[446 + 4], 0x83)
 
 
+def vmm_ci_module():
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(HERE, "..", "..", "scripts", "vmm-ci")
+    loader = importlib.machinery.SourceFileLoader("vmm_ci_script", path)
+    spec = importlib.util.spec_from_loader("vmm_ci_script", loader)
+    m = importlib.util.module_from_spec(spec)
+    loader.exec_module(m)
+    return m
+
+
+class ConfigFile(unittest.TestCase):
+    """vmm-ci --config ci.toml: the options as a file; the command line wins."""
+
+    def setUp(self):
+        import tempfile
+        self.cli = vmm_ci_module()
+        self.tmp = tempfile.TemporaryDirectory()
+        os.mkdir(os.path.join(self.tmp.name, "tests"))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, text):
+        path = os.path.join(self.tmp.name, "ci.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_keys_become_options_and_the_command_line_wins(self):
+        path = self.write('kernels = ["6.1:msi", "6.1:acpi-nomsi"]\nmodes = ["msix", "intx"]\n'
+                          'cpus = [1, 2]\nrepeat = 2\nrun = ["true", "./check.sh"]\n'
+                          'include = "tests"\nrun-timeout = 30\nboot = ["bzimage", "pvh"]\n')
+        a = self.cli.parse_args(["--config", path, "--repeat", "3", "--run", "exit 3"])
+        self.assertEqual((a.kernels, a.mode_list, a.cpu_list, a.repeat, a.run_timeout),
+                         ("6.1:msi,6.1:acpi-nomsi", ["msix", "intx"], [1, 2], 3, 30))
+        self.assertEqual(a.commands, ["true", "./check.sh", "exit 3"])
+        self.assertEqual(a.include, os.path.join(self.tmp.name, "tests"))  # beside the file
+        self.assertEqual(a.boot_list, ["bzimage", "pvh"])
+
+    def test_bad_files_are_one_line_and_exit_2(self):
+        import contextlib
+        import io
+        for text, want in (('colour = "red"\n', "unknown key 'colour'"),
+                           ('repeat = "two"\n', "repeat must be int"),
+                           ('kernels = [\n', "not TOML")):
+            with self.subTest(text=text):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as ex:
+                    self.cli.parse_args(["--config", self.write(text)])
+                self.assertEqual(ex.exception.code, 2)
+                self.assertIn(want, err.getvalue())
+                self.assertEqual(len(err.getvalue().strip().splitlines()), 1)
+
+
 class Reports(unittest.TestCase):
     def test_reports_and_merge(self):
         import tempfile
