@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--commands", help="a file of commands, one per line, run after the checks")
     ap.add_argument("--command-timeout", type=int, default=60, help="seconds per command")
     ap.add_argument("--include", help="a directory copied to /vmmci/include")
+    ap.add_argument("--init", help="another /init (default: ci-init.sh), e.g. status-init.sh")
     args = ap.parse_args()
     commands = None
     if args.commands:
@@ -165,7 +166,7 @@ def main():
     if not is_static(busybox):
         sys.exit(f"make-ci-initramfs: {busybox} is not statically linked "
                  "(install busybox-static, not busybox)")
-    write_initramfs(args.out, busybox, os.path.join(HERE, "ci-init.sh"), commands,
+    write_initramfs(args.out, busybox, args.init or os.path.join(HERE, "ci-init.sh"), commands,
                     args.command_timeout, args.include)
     print(f"make-ci-initramfs: {args.out}: {os.path.getsize(args.out)} bytes", file=sys.stderr)
     print(args.out)
