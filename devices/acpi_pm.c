@@ -11,13 +11,6 @@ void acpi_pm_init(struct acpi_pm *p, struct machine_ctl ctl)
 	p->ctl = ctl;
 }
 
-void acpi_pm_read(void *opaque, uint64_t offset, void *data, unsigned len)
-{
-	(void)opaque;
-	(void)offset;
-	memset(data, 0, len);
-}
-
 void acpi_pm_write(void *opaque, uint64_t offset, const void *data, unsigned len)
 {
 	struct acpi_pm *p = opaque;

@@ -27,8 +27,8 @@ struct acpi_pm {
 };
 
 void acpi_pm_init(struct acpi_pm *p, struct machine_ctl ctl);
-/* Bus callbacks over [ACPI_PM_BASE, ACPI_PM_BASE + ACPI_PM_LEN). */
-void acpi_pm_read(void *opaque, uint64_t offset, void *data, unsigned len);
+/* The write handler over [ACPI_PM_BASE, ACPI_PM_BASE + ACPI_PM_LEN); reads
+ * are zeros (bus_read_zeros). */
 void acpi_pm_write(void *opaque, uint64_t offset, const void *data, unsigned len);
 
 #endif

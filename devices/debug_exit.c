@@ -8,13 +8,6 @@ void debug_exit_init(struct debug_exit *d, struct machine_ctl ctl)
 	d->last_value = 0;
 }
 
-void debug_exit_read(void *opaque, uint64_t offset, void *data, unsigned len)
-{
-	(void)opaque;
-	(void)offset;
-	memset(data, 0, len);
-}
-
 void debug_exit_write(void *opaque, uint64_t offset, const void *data, unsigned len)
 {
 	struct debug_exit *d = opaque;

@@ -17,7 +17,6 @@ struct debug_exit {
 };
 
 void debug_exit_init(struct debug_exit *d, struct machine_ctl ctl);
-void debug_exit_read(void *opaque, uint64_t offset, void *data, unsigned len);
 void debug_exit_write(void *opaque, uint64_t offset, const void *data, unsigned len);
 
 #endif

@@ -11,13 +11,6 @@ void guest_status_init(struct guest_status *g, struct machine_ctl ctl, struct lo
 	g->log = log;
 }
 
-void guest_status_read(void *opaque, uint64_t offset, void *data, unsigned len)
-{
-	(void)opaque;
-	(void)offset;
-	memset(data, 0, len);
-}
-
 void guest_status_write(void *opaque, uint64_t offset, const void *data, unsigned len)
 {
 	struct guest_status *g = opaque;

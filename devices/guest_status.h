@@ -12,7 +12,7 @@
  *              goes on;
  *   +1 FLAGS:  latched with INDEX: bit 0 = the command was stopped by its
  *              timeout (reported with the status).
- * Reads return 0. Any other width or offset is ignored.
+ * Reads return 0 (bus_read_zeros). Any other width or offset is ignored.
  */
 #ifndef DEVICES_GUEST_STATUS_H
 #define DEVICES_GUEST_STATUS_H
@@ -39,7 +39,6 @@ struct guest_status {
 };
 
 void guest_status_init(struct guest_status *g, struct machine_ctl ctl, struct log *log);
-void guest_status_read(void *opaque, uint64_t offset, void *data, unsigned len);
 void guest_status_write(void *opaque, uint64_t offset, const void *data, unsigned len);
 
 #endif

@@ -26,6 +26,9 @@ struct log;
 typedef void (*bus_read_fn)(void *opaque, uint64_t offset, void *data, unsigned len);
 typedef void (*bus_write_fn)(void *opaque, uint64_t offset, const void *data, unsigned len);
 
+/* A read handler for registers that read as zero (write-only ports). */
+void bus_read_zeros(void *opaque, uint64_t offset, void *data, unsigned len);
+
 struct bus_range {
 	uint64_t base, len;
 	bus_read_fn read;
