@@ -172,10 +172,15 @@ def kernel_checks(c, stats, e, host):
     return out
 
 
-# Lines at crit, alert or emerg this host causes, not the VMM or the kernel
-# under test: (regex, why). Measured on our AMD and Intel boxes: none so far
-# (the host-inherited conditions are warnings or info: no-firmware-bug, tsc).
-LOG_LEVEL_ALLOWED = []
+# Lines at crit, alert or emerg that are not trouble: (regex, why). The
+# kernel announces an orderly end at KERN_EMERG (kernel/reboot.c), which
+# every cell's /init asks for; the host itself has caused none so far on
+# our AMD and Intel boxes (its conditions are warnings or info lines:
+# no-firmware-bug, tsc).
+LOG_LEVEL_ALLOWED = [
+    (r"^reboot: (Restarting system|Power down)$",
+     "the kernel's own announcement of the reboot -f / poweroff -f /init asked for"),
+]
 
 
 def log_level_check(c):
@@ -188,14 +193,13 @@ def log_level_check(c):
     for (_, body), lv in zip(c.lines, c.levels):
         if lv is None or lv > 2:
             continue
-        why = next((w for rx, w in LOG_LEVEL_ALLOWED if re.search(rx, body)), None)
+        why = next((w for rx, w in LOG_LEVEL_ALLOWED if re.search(rx, body.strip())), None)
         (allowed if why else hits).append(f"<{lv}> {body.strip()}")
     if hits:
         return Check("kernel-log-level", FAIL, " | ".join(hits[:5]) +
                      (f" (+{len(hits) - 5} more)" if len(hits) > 5 else ""))
     return Check("kernel-log-level", PASS, "no crit, alert or emerg line" +
-                 (f" but {len(allowed)} the host causes" if allowed else ""),
-                 info="; ".join(allowed[:3]))
+                 (f" but the allowed {'; '.join(dict.fromkeys(allowed))}" if allowed else ""))
 
 
 KUNIT_STATUS = {"pass": PASS, "skip": SKIP, "fail": FAIL, "crashed": FAIL, "no-tests": FAIL}

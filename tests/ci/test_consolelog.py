@@ -64,6 +64,46 @@ class RecordedCells(unittest.TestCase):
                                  "checks not listed in case.json must pass")
 
 
+class AcpiCell(unittest.TestCase):
+    """The recorded ACPI nomsi cell, edited to break one rule at a time."""
+
+    def setUp(self):
+        self.console, self.stderr, self.case = load("6.1-acpi-nomsi-msix-pass")
+
+    def check(self, name, console=None, **changes):
+        _, _, checks = evaluate(self.console if console is None else console, self.stderr,
+                                self.case, **changes)
+        return {c.name: c for c in checks}[name]
+
+    def test_levels_are_read_and_the_orderly_end_is_allowed(self):
+        c = self.check("kernel-log-level")
+        self.assertEqual(c.status, "pass")
+        self.assertIn("reboot: Power down", c.detail)
+        bad = self.console + "<2>[   99.000000] mce: [Hardware Error]: CPU 0: Machine Check\n"
+        c = self.check("kernel-log-level", console=bad)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("<2> mce: [Hardware Error]", c.detail)
+
+    def test_a_console_without_levels_cannot_be_judged(self):
+        import re
+        plain = re.sub(r"(?m)^<\d+>", "", self.console)
+        self.assertEqual(self.check("kernel-log-level", console=plain).status, "fail")
+
+    def test_the_acpi_lines_are_needed(self):
+        bad = "\n".join(x for x in self.console.splitlines() if "ACPI: Using IOAPIC" not in x)
+        c = self.check("acpi", console=bad)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("Using IOAPIC for interrupt routing", c.detail)
+
+    def test_a_wrong_prt_entry_shows_in_irq_proc(self):
+        # The guest's line for virtio2 (slot 3, wired to 19) on input 21.
+        bad = self.console.replace("IO-APIC  19-fasteoi   virtio2", "IO-APIC  21-fasteoi   virtio2")
+        self.assertNotEqual(bad, self.console)
+        c = self.check("irq-proc", console=bad)
+        self.assertEqual(c.status, "fail")
+        self.assertIn("input 21, which no virtio device is wired to", c.detail)
+
+
 class UserCommands(unittest.TestCase):
     """The user's commands: status from the VMM's status-port lines only."""
 
