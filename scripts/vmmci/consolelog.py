@@ -168,7 +168,8 @@ def kernel_checks(c, stats, e, host):
         out.append(acpi_check(c, e))
     if e.levels:
         out.append(log_level_check(c))
-    out += kunit_checks(c)
+    out += ktap.checks(c.lines, Check, {"pass": PASS, "skip": SKIP, "fail": FAIL,
+                                        "crashed": FAIL, "no-tests": FAIL})
     return out
 
 
@@ -202,25 +203,6 @@ def log_level_check(c):
                  (f" but the allowed {'; '.join(dict.fromkeys(allowed))}" if allowed else ""))
 
 
-KUNIT_STATUS = {"pass": PASS, "skip": SKIP, "fail": FAIL, "crashed": FAIL, "no-tests": FAIL}
-
-
-def kunit_checks(c):
-    """Each KUnit case of the console's KTAP as a check of its own, named
-    kunit:SUITE.CASE (subtest levels joined with '.'), with its diagnostics."""
-    main = ktap.parse([f"[{ts:12.6f}] {body}" if ts is not None else body
-                       for ts, body in c.lines])
-    if main is None:
-        return []
-    out = []
-    for path, t in main.leaves():
-        name = "kunit:" + ".".join(p or "?" for p in path)
-        diag = " | ".join(x.strip() for x in t.log if x.strip())
-        detail = {"crashed": "crashed (no result line: the kernel stopped or the log was cut)",
-                  "no-tests": "no tests ran"}.get(t.status, t.status)
-        out.append(Check(name, KUNIT_STATUS[t.status], detail + (f": {diag}" if diag else ""),
-                         "kunit", time=t.time))
-    return out
 
 
 def acpi_check(c, e):

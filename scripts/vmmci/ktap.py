@@ -202,3 +202,23 @@ def counts(main):
     for _, t in main.leaves():
         out[t.status] = out.get(t.status, 0) + 1
     return out
+
+
+def checks(console_lines, check_type, verdicts):
+    """Each KUnit case of a console's KTAP ((dmesg seconds, text) lines) as
+    a check of its own, named kunit:SUITE.CASE (subtest levels joined with
+    '.'), with its diagnostics and time; verdicts maps our statuses to the
+    caller's."""
+    main = parse([f"[{ts:12.6f}] {body}" if ts is not None else body
+                  for ts, body in console_lines])
+    if main is None:
+        return []
+    out = []
+    for path, t in main.leaves():
+        name = "kunit:" + ".".join(p or "?" for p in path)
+        diag = " | ".join(x.strip() for x in t.log if x.strip())
+        detail = {CRASHED: "crashed (no result line: the kernel stopped or the log was cut)",
+                  NO_TESTS: "no tests ran"}.get(t.status, t.status)
+        out.append(check_type(name, verdicts[t.status], detail + (f": {diag}" if diag else ""),
+                              "kunit", time=t.time))
+    return out

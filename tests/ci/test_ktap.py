@@ -66,6 +66,23 @@ class Recorded(unittest.TestCase):
                       [x.strip() for x in suite.subtests[1].log])
         self.assertEqual(main.subtests[1].status, ktap.CRASHED)  # the second suite never ran
 
+    def test_cases_become_checks_of_a_cell(self):
+        from vmmci import consolelog
+        c = consolelog.parse_console(read("nested-skip.log"))
+        got = {x.name: x for x in consolelog.kernel_checks(
+            c, consolelog.parse_stats(""), consolelog.Expect(), consolelog.parse_host_cpu(
+                "", consolelog.Expect())) if x.name.startswith("kunit:")}
+        self.assertEqual(sorted(got), [
+            "kunit:vmm-example.vmm_example_fails", "kunit:vmm-example.vmm_example_params.one",
+            "kunit:vmm-example.vmm_example_params.three",
+            "kunit:vmm-example.vmm_example_params.two", "kunit:vmm-example.vmm_example_simple",
+            "kunit:vmm-skipped.vmm_skipped_case"])
+        fails = got["kunit:vmm-example.vmm_example_fails"]
+        self.assertEqual((fails.status, fails.level), ("fail", "kunit"))
+        self.assertIn("EXPECTATION FAILED at lib/vmm_example.c:42", fails.detail)
+        self.assertEqual(got["kunit:vmm-example.vmm_example_params.two"].status, "skip")
+        self.assertAlmostEqual(got["kunit:vmm-example.vmm_example_simple"].time, 0.0499, 3)
+
     def test_no_ktap_at_all(self):
         self.assertIsNone(ktap.parse("[    1.0] Linux version 6.1\n[    2.0] Run /init\n"))
 
