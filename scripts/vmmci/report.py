@@ -93,7 +93,10 @@ def natural(text):
 
 
 def group_key(c):
-    return (c["kernel"]["label"], c["mode"], c["cpus"])
+    """(kernel, mode, vCPUs); a PVH cell's kernel is "LABEL pvh": its boot
+    times are not pooled with the same kernel's bzImage boots."""
+    label = c["kernel"]["label"] + (" pvh" if c.get("boot") == "pvh" else "")
+    return (label, c["mode"], c["cpus"])
 
 
 def group_order(key):
