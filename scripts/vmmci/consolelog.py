@@ -362,6 +362,28 @@ def tsc_check(c, host):
 IOAPIC_GSI = re.compile(r"IO-APIC\s+(\d+)-fasteoi")
 
 
+def wrong_inputs(c, stats, lines):
+    """Each virtio device the guest hears on an IOAPIC input other than the
+    one the VMM wires it to (a wrong MP-table or _PRT entry), by its type
+    ("VMMCI: virtio virtioN TYPE") and the --stats slots of that type."""
+    out = []
+    for line in lines:
+        m = IOAPIC_GSI.search(line)
+        if not m:
+            continue
+        gsi = int(m.group(1))
+        for name in re.findall(r"\b(virtio\d+)\b", line[m.end():]):
+            kind = c.virtio.get(name)
+            pins = {intx_pin(d["slot"]) for dev, d in stats.devices.items()
+                    if kind and re.match(rf"virtio-{kind}\d*$", dev)}
+            if not pins:
+                pins = {intx_pin(d["slot"]) for d in stats.devices.values()}
+            if gsi not in pins:
+                out.append(f"the guest hears {name} ({kind or '?'}) on IOAPIC input {gsi}, "
+                           f"the VMM wires it to {', '.join(map(str, sorted(pins)))}")
+    return out
+
+
 def proc_interrupts_check(c, e, stats=None):
     """The virtio lines of the guest's /proc/interrupts: PCI-MSI or IO-APIC;
     on IO-APIC, the input the guest listens on must be one the VMM wires a
@@ -379,13 +401,10 @@ def proc_interrupts_check(c, e, stats=None):
     else:
         ok = set(kinds) == {"msix" if e.msi else "intx"}
     if stats is not None and stats.devices and "intx" in kinds:
-        wired = {intx_pin(d["slot"]) for d in stats.devices.values()}
-        heard = {int(m.group(1)) for x in kinds["intx"] if (m := IOAPIC_GSI.search(x))}
-        stray = sorted(heard - wired)
-        if stray:
+        wrong = wrong_inputs(c, stats, kinds["intx"])
+        if wrong:
             ok = False
-            desc += (f"; the guest listens on IOAPIC input {', '.join(map(str, stray))}, which "
-                     f"no virtio device is wired to (the VMM's: {', '.join(map(str, sorted(wired)))})")
+            desc += "; " + "; ".join(wrong)
     return Check("irq-proc", PASS if ok else FAIL,
                  desc + " | " + " | ".join(re.sub(r"\s+", " ", x) for x in c.interrupts),
                  "userspace")

@@ -96,12 +96,18 @@ class AcpiCell(unittest.TestCase):
         self.assertIn("Using IOAPIC for interrupt routing", c.detail)
 
     def test_a_wrong_prt_entry_shows_in_irq_proc(self):
-        # The guest's line for virtio2 (slot 3, wired to 19) on input 21.
-        bad = self.console.replace("IO-APIC  19-fasteoi   virtio2", "IO-APIC  21-fasteoi   virtio2")
+        # What a VMM with a planted _PRT entry (slot 3 -> 20 instead of 19)
+        # recorded: the console sharing the net device's input, and both
+        # still working (hvc polls), so only the wiring shows it.
+        bad = self.console.replace(
+            "28:         54   IO-APIC  19-fasteoi   virtio2\n"
+            "VMMCI: interrupts 29:         28   IO-APIC  20-fasteoi   virtio3",
+            "28:         28   IO-APIC  20-fasteoi   virtio2, virtio3")
         self.assertNotEqual(bad, self.console)
         c = self.check("irq-proc", console=bad)
         self.assertEqual(c.status, "fail")
-        self.assertIn("input 21, which no virtio device is wired to", c.detail)
+        self.assertIn("the guest hears virtio2 (console) on IOAPIC input 20, the VMM wires it "
+                      "to 19", c.detail)
 
 
 class UserCommands(unittest.TestCase):
@@ -359,7 +365,8 @@ class BrokenOnPurpose(unittest.TestCase):
         c = {x.name: x for x in consolelog.evaluate(bad, bad, stderr, case["exit"],
                                                     expect_of(case))[2]}["irq-proc"]
         self.assertEqual(c.status, "fail")
-        self.assertIn("listens on IOAPIC input 22, which no virtio device is wired to", c.detail)
+        self.assertIn("the guest hears virtio0 (blk) on IOAPIC input 22, the VMM wires it to 17",
+                      c.detail)
 
     def test_acpi_errors_fail_any_kernel(self):
         for line in ("ACPI BIOS Error (bug): A valid RSDP was not found (20220331/tbxfroot-210)",
