@@ -204,13 +204,26 @@ def counts(main):
     return out
 
 
+def once(console_lines):
+    """The console as the kernel printed it once: with console=ttyS0 and
+    console=hvc0 both on the VMM's console output, every kernel line comes
+    twice, one after the other with the same timestamp (a line the kernel
+    printed twice has two timestamps). Lines without a timestamp are kept."""
+    prev = None
+    for ts, body in console_lines:
+        if ts is not None and (ts, body) == prev:
+            continue
+        prev = (ts, body)
+        yield ts, body
+
+
 def checks(console_lines, check_type, verdicts):
     """Each KUnit case of a console's KTAP ((dmesg seconds, text) lines) as
     a check of its own, named kunit:SUITE.CASE (subtest levels joined with
     '.'), with its diagnostics and time; verdicts maps our statuses to the
     caller's."""
     main = parse([f"[{ts:12.6f}] {body}" if ts is not None else body
-                  for ts, body in console_lines])
+                  for ts, body in once(console_lines)])
     if main is None:
         return []
     out = []

@@ -110,6 +110,26 @@ class AcpiCell(unittest.TestCase):
                       "to 19", c.detail)
 
 
+class KunitCell(unittest.TestCase):
+    def test_every_kunit_case_is_a_junit_case(self):
+        import tempfile
+        import xml.etree.ElementTree as ET
+        console, stderr, case = load("6.1-kunit-msix-pass")
+        _, _, checks = evaluate(console, stderr, case)
+        kunit = [c for c in checks if c.name.startswith("kunit:")]
+        self.assertEqual(len(kunit), 61)
+        cell = {"id": "cell", "checks": [c.to_dict() for c in checks], "boot": {"vmm_wall_s": 1}}
+        with tempfile.TemporaryDirectory() as d:
+            report.write_junit(os.path.join(d, "j.xml"), [cell])
+            cases = [t for t in ET.parse(os.path.join(d, "j.xml")).getroot().iter("testcase")
+                     if t.get("name").startswith("kunit:")]
+        self.assertEqual(len(cases), 61)
+        self.assertTrue(all(t.get("time") for t in cases))
+        skipped = sorted(t.get("name") for t in cases if t.find("skipped") is not None)
+        self.assertEqual(skipped, ["kunit:example.example_mark_skipped_test",
+                                   "kunit:example.example_skip_test"])
+
+
 class UserCommands(unittest.TestCase):
     """The user's commands: status from the VMM's status-port lines only."""
 

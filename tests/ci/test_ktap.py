@@ -83,6 +83,15 @@ class Recorded(unittest.TestCase):
         self.assertEqual(got["kunit:vmm-example.vmm_example_params.two"].status, "skip")
         self.assertAlmostEqual(got["kunit:vmm-example.vmm_example_simple"].time, 0.0499, 3)
 
+    def test_a_recorded_kunit_boot(self):
+        # The recipe kernel 6.1:kunit booted by vmm-ci (the console printed
+        # once: see ktap.once): three suites, 61 cases, the example's 2 skips.
+        main = ktap.parse(read("6.1-kunit-boot.log"))
+        self.assertEqual([(t.name, t.expected, t.status) for t in main.subtests],
+                         [("example", 4, "pass"), ("list-kunit-test", 39, "pass"),
+                          ("hlist", 18, "pass")])
+        self.assertEqual(ktap.counts(main), {"pass": 59, "skip": 2})
+
     def test_no_ktap_at_all(self):
         self.assertIsNone(ktap.parse("[    1.0] Linux version 6.1\n[    2.0] Run /init\n"))
 
