@@ -50,22 +50,28 @@ class Test:
                 yield path + (t.name,), t
 
 
-class Lines:
-    """The KTAP lines: (timestamp or None, text without the prefix)."""
+def timed(raw_lines):
+    """(dmesg seconds or None, text) for raw console lines."""
+    for raw in raw_lines:
+        line = raw.rstrip("\r\n")
+        m = DMESG.match(line)
+        yield (float(m.group(1)), line[m.end():]) if m else (None, line)
 
-    def __init__(self, raw_lines):
+
+class Lines:
+    """The KTAP lines: (timestamp or None, text without the prefix), from
+    (timestamp, text) console lines."""
+
+    def __init__(self, timed_lines):
         self.items, self.i = [], 0
         started, prefix = False, 0
-        for raw in raw_lines:
-            line = raw.rstrip("\r\n")
-            m = DMESG.match(line)
-            ts = float(m.group(1)) if m else None
-            if m:
-                line = line[m.end():]
+        for ts, line in timed_lines:
             if not started:
-                k = KTAP_START.search(line)
-                if k:
-                    prefix = len(line.split("TAP version")[0]) - (1 if "KTAP" in line else 0)
+                if KTAP_START.search(line):
+                    # The console prefix: what stands before "KTAP version"
+                    # (or "TAP version") on the line that opens the output.
+                    at = line.find("KTAP version")
+                    prefix = at if at >= 0 else line.find("TAP version")
                     started = True
                     self.items.append((ts, line[prefix:]))
                 continue
@@ -181,11 +187,15 @@ def _bubble(test):
         test.status = FAIL
 
 
-def parse(text_or_lines):
+def parse(text_or_lines, timed_lines=None):
     """The main test (name "main") whose subtests are the suites, or None
-    when there is no KTAP output at all."""
-    raw = text_or_lines.splitlines() if isinstance(text_or_lines, str) else text_or_lines
-    lines = Lines(raw)
+    when there is no KTAP output at all. From console text or raw lines
+    (dmesg timestamps read here), or from (timestamp, text) lines already
+    parsed (timed_lines)."""
+    if timed_lines is None:
+        raw = text_or_lines.splitlines() if isinstance(text_or_lines, str) else text_or_lines
+        timed_lines = timed(raw)
+    lines = Lines(timed_lines)
     if not lines:
         return None
     main = _parse(lines, 0, [], False)
@@ -222,8 +232,7 @@ def checks(console_lines, check_type, verdicts):
     a check of its own, named kunit:SUITE.CASE (subtest levels joined with
     '.'), with its diagnostics and time; verdicts maps our statuses to the
     caller's."""
-    main = parse([f"[{ts:12.6f}] {body}" if ts is not None else body
-                  for ts, body in once(console_lines)])
+    main = parse(None, once(console_lines))
     if main is None:
         return []
     out = []
