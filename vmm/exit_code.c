@@ -2,7 +2,7 @@
 
 int exit_code_for_err(const struct err *e)
 {
-	return e->kind == ERR_INPUT ? EXIT_USAGE : EXIT_HOST;
+	return e->kind == ERR_INPUT ? EXIT_USAGE : EXIT_HOST; /* ERR_NO_KVM too */
 }
 
 int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value)

@@ -12,16 +12,17 @@
 #include <stdint.h>
 
 enum vmm_exit_code {
-	EXIT_GUEST_OFF = 0,    /* guest reset or shut down */
-	EXIT_USAGE = 2,	       /* bad input or usage */
-	EXIT_GUEST_CRASH = 4,  /* triple fault, emulation failure, panic */
-	EXIT_TIMEOUT = 6,      /* --timeout expired */
-	EXIT_HOST = 8,	       /* host problem: /dev/kvm, capability, host I/O */
-	EXIT_INTERRUPTED = 10, /* SIGINT/SIGTERM or Ctrl-A x */
-	EXIT_SECCOMP = 12,     /* a system call the seccomp filter forbids */
+	EXIT_GUEST_OFF = 0,	 /* guest reset or shut down */
+	EXIT_USAGE = 2,		 /* bad input or usage */
+	EXIT_GUEST_CRASH = 4,	 /* triple fault, emulation failure, panic */
+	EXIT_TIMEOUT = 6,	 /* --timeout expired */
+	EXIT_HOST = 8,		 /* host problem: /dev/kvm, capability, host I/O */
+	EXIT_INTERRUPTED = 10,	 /* SIGINT/SIGTERM or Ctrl-A x */
+	EXIT_SECCOMP = 12,	 /* a system call the seccomp filter forbids */
+	EXIT_EMULATED_HOST = 14, /* the emulated KVM host failed (scripts/vmm-host) */
 };
 
-/* ERR_INPUT -> 2, ERR_HOST (or no kind recorded) -> 8. */
+/* ERR_INPUT -> 2, ERR_HOST, ERR_NO_KVM (or no kind recorded) -> 8. */
 int exit_code_for_err(const struct err *e);
 /* Reset -> 0, panic -> 4, a debug-exit value v -> (v << 1) | 1 as the shell
  * sees it (the low 8 bits: always odd, never one of the codes above), a

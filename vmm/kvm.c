@@ -98,6 +98,11 @@ static int kvm_read_msr_list(struct kvm *k, struct err *e)
 
 const char *kvm_host_kind(const struct kvm *k)
 {
+	/* Set by scripts/vmm-host for commands it runs on the emulated host:
+	 * its description ("emulated (QEMU x.y TCG, nested SVM, kernel z)"). */
+	const char *emulated = getenv("VMM_EMULATED_HOST");
+	if (emulated && *emulated)
+		return emulated;
 	return k->emulated_host ? "nested page-table KVM without hardware virtualisation (guest "
 				  "ring 0 is emulated)"
 				: "hardware-assisted KVM";

@@ -1,5 +1,6 @@
 /* ./vmm: parse the command line, build the machine, run it, exit with the
  * code the README's table gives. */
+#include "emulated_host.h"
 #include "exit_code.h"
 #include "machine.h"
 #include "options.h"
@@ -67,6 +68,15 @@ int main(int argc, char **argv)
 	struct vm *vm = machine_create(&opts, start_ns, NULL, &e);
 	code = vm ? machine_run(vm, &e) : -1;
 	machine_destroy(vm);
+	if (code < 0 && e.kind == ERR_NO_KVM) {
+		/* The inputs were good: the same command on the emulated host. */
+		char why[sizeof(e.msg)];
+		snprintf(why, sizeof(why), "%s", e.msg);
+		memset(&e, 0, sizeof(e));
+		emulated_host_exec(argv, why, &e);
+		fprintf(stderr, "vmm: %s\n", e.msg);
+		return EXIT_EMULATED_HOST;
+	}
 	if (code < 0) {
 		fprintf(stderr, "vmm: %s\n", e.msg[0] ? e.msg : "failed (no detail)");
 		return exit_code_for_err(&e);

@@ -43,10 +43,19 @@ bad:
 /* Picks `arg` from a list of words; the index, or -1 with an error. */
 static int pick(const char *opt, const char *arg, const char *const *words, struct err *e)
 {
-	for (int i = 0; words[i]; i++)
-		if (!strcmp(arg, words[i]))
-			return i;
-	return err_set(e, ERR_INPUT, "%s %s: use %s or %s", opt, arg, words[0], words[1]);
+	char list[160] = "";
+	size_t len = 0;
+	int n = 0;
+	for (n = 0; words[n]; n++)
+		if (!strcmp(arg, words[n]))
+			return n;
+	for (int i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					i == 0	     ? ""
+					: i == n - 1 ? " or "
+						     : ", ",
+					words[i]);
+	return err_set(e, ERR_INPUT, "%s %s: use %s", opt, arg, list);
 }
 
 static int opt_kernel(struct vm_options *o, char *arg, struct err *e)
@@ -235,13 +244,23 @@ static int opt_dump_acpi(struct vm_options *o, char *arg, struct err *e)
 
 static int opt_boot(struct vm_options *o, char *arg, struct err *e)
 {
-	static const char *const names[] = {"auto", "linux", "pvh"};
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(arg, names[i])) {
-			o->boot_entry = i; /* enum boot_entry's order */
-			return 0;
-		}
-	return err_set(e, ERR_INPUT, "--boot %s: use auto, linux or pvh", arg);
+	static const char *const names[] = {"auto", "linux", "pvh", NULL};
+	int m = pick("--boot", arg, names, e);
+	if (m < 0)
+		return -1;
+	o->boot_entry = m; /* enum boot_entry's order */
+	return 0;
+}
+
+static const char *const host_names[] = {"auto", "kvm", "emulated", NULL};
+
+static int opt_host(struct vm_options *o, char *arg, struct err *e)
+{
+	int m = pick("--host", arg, host_names, e);
+	if (m < 0)
+		return -1;
+	o->host = (enum kvm_host_choice)m; /* host_names is the enum's order */
+	return 0;
 }
 
 static int opt_dtb(struct vm_options *o, char *arg, struct err *e)
@@ -350,6 +369,12 @@ static const struct option_def machine_options[] = {
      "also give it to the guest (boot_params setup_data, SETUP_DTB); a kernel with CONFIG_OF "
      "acts on it",
      opt_dtb},
+    {"host", 0, "auto|kvm|emulated",
+     "where KVM comes from: auto (default, or $VMM_HOST) = this box's /dev/kvm when it is "
+     "usable, else the same command on the emulated KVM host (QEMU TCG with nested SVM, "
+     "scripts/vmm-host; one line on stderr says so; exit code 14 when that host fails); "
+     "kvm = this box's only (exit code 8 without it); emulated = the emulated host always",
+     opt_host},
     {"verbose", 'v', NULL, "more diagnostics (twice for debug)", opt_verbose},
     {"help", 'h', NULL, "this text", opt_help},
     {"version", 0, NULL, "print the version", opt_version},
@@ -451,6 +476,13 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 			snprintf(shorts + strlen(shorts), sizeof(shorts) - strlen(shorts), "%c%s",
 				 machine_options[i].short_name, machine_options[i].arg ? ":" : "");
 	options_defaults(o);
+	const char *host_env = getenv("VMM_HOST"); /* --host's default */
+	if (host_env && *host_env) {
+		int m = pick("VMM_HOST", host_env, host_names, e);
+		if (m < 0)
+			return -1;
+		o->host = (enum kvm_host_choice)m;
+	}
 	opterr = 0;
 	optind = 1;
 	for (;;) {

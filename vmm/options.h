@@ -41,6 +41,11 @@ struct device_spec {
 
 enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };
 
+/* --host: where KVM comes from. auto: this box's /dev/kvm when it is
+ * usable, else the emulated KVM host (scripts/vmm-host); kvm: this box's
+ * only (exit 8 without it); emulated: the emulated host always. */
+enum kvm_host_choice { HOST_AUTO, HOST_KVM, HOST_EMULATED };
+
 struct vm_options {
 	const char *kernel;
 	const char *initrd;
@@ -69,6 +74,7 @@ struct vm_options {
 	const char *dump_acpi;	   /* write each ACPI table into this directory */
 	int boot_entry;		   /* enum boot_entry (vmm/boot.h): --boot */
 	bool dtb;		   /* hand it to the guest (SETUP_DTB) */
+	enum kvm_host_choice host; /* --host, default $VMM_HOST or auto */
 	bool help, version;
 };
 

@@ -468,8 +468,16 @@ static int vm_setup_kvm(struct vm *vm, const struct machine_backend *backend, st
 		irq_router_init(&vm->irq, backend->irq_sink, backend->irq_sink_ctx, &irq);
 		return 0;
 	}
-	if (kvm_open(&vm->kvm, NULL, e))
+	/* Inside the emulated host (scripts/vmm-host sets VMM_EMULATED_HOST)
+	 * there is no further host to go to. */
+	bool may_move = !getenv("VMM_EMULATED_HOST");
+	if (o->host == HOST_EMULATED && may_move)
+		return err_set(e, ERR_NO_KVM, "--host emulated");
+	if (kvm_open(&vm->kvm, NULL, e)) {
+		if (o->host == HOST_AUTO && may_move && e->kind == ERR_HOST)
+			e->kind = ERR_NO_KVM;
 		return -1;
+	}
 	log_info(&vm->log, "host: %s", kvm_host_kind(&vm->kvm));
 	if (o->cpus > (unsigned)vm->kvm.max_vcpus)
 		return err_set(e, ERR_INPUT, "--cpus %u: KVM on this host allows at most %d vCPUs",

@@ -7,7 +7,7 @@ if ! command -v unshare >/dev/null || [ "$(id -u)" -ne 0 ]; then
   echo "SKIP: needs root and unshare(1) to hide /dev/kvm in a mount namespace"
   exit 77
 fi
-out=$(unshare --mount bash -c 'mount -t tmpfs none /dev && exec "$0" --kernel "$1"' "$vmm" "$kernel" 2>&1)
+out=$(unshare --mount bash -c 'mount -t tmpfs none /dev && exec "$0" --host kvm --kernel "$1"' "$vmm" "$kernel" 2>&1)
 rc=$?
 echo "exit $rc: $out"
 lines=$(printf '%s\n' "$out" | wc -l)

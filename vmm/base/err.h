@@ -8,8 +8,9 @@
  * (vmm/exit_code.h), so nothing below it decides one. */
 enum err_kind {
 	ERR_NONE = 0,
-	ERR_INPUT, /* bad input or usage: a file, an option, a kernel image */
-	ERR_HOST,  /* the host: /dev/kvm, a KVM capability, memory, host I/O */
+	ERR_INPUT,  /* bad input or usage: a file, an option, a kernel image */
+	ERR_HOST,   /* the host: /dev/kvm, a KVM capability, memory, host I/O */
+	ERR_NO_KVM, /* no usable KVM here: --host auto runs on the emulated host */
 };
 
 struct err {

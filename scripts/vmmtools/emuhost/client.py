@@ -1,0 +1,113 @@
+"""Runs one command on a host of the pool (scripts/vmm-host exec): starts
+the pool daemon when none runs, takes a lease, relays the command and ends
+as it ended. Its own failures are one line and exit code 14."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from . import image, pool, qemu, relay
+
+EXIT_EMULATED_HOST = 14
+VMM_HOST = os.path.join(image.ROOT, "scripts", "vmm-host")
+
+
+class HostFailure(Exception):
+    """The emulated host, not the command, failed: one line."""
+
+
+def describe(info):
+    """How every report names such a host."""
+    return (f"emulated (QEMU {info.get('qemu', '?')} TCG, nested SVM, "
+            f"kernel {info.get('kernel', '?')})")
+
+
+def _connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(pool.socket_path())
+    except OSError:
+        s.close()
+        return None
+    return s
+
+
+def pool_request(op):
+    """One request to a running daemon, or None when none runs."""
+    s = _connect()
+    if s is None:
+        return None
+    with s:
+        s.sendall((json.dumps({"op": op}) + "\n").encode())
+        line = s.makefile("rb").readline()
+    return json.loads(line) if line else None
+
+
+def _start_daemon():
+    log = open(os.path.join(pool.run_dir(), "pool.log"), "ab")
+    subprocess.Popen([sys.executable, VMM_HOST, "serve"], stdin=subprocess.DEVNULL,
+                     stdout=log, stderr=log, start_new_session=True, close_fds=True)
+    log.close()
+
+
+def lease():
+    """(socket held for the lease, reply) from the daemon, started if need be."""
+    if not qemu.qemu_binary():
+        raise HostFailure(f"{qemu.QEMU} is not installed (Debian package qemu-system-x86), "
+                          f"so there is no emulated KVM host either")
+    s = _connect()
+    if s is None:
+        try:
+            image.prepare()  # in the foreground: progress and errors on our stderr
+        except image.ImageError as e:
+            raise HostFailure(str(e))
+        except (OSError, Exception) as e:  # noqa: BLE001 - one line, whatever broke
+            raise HostFailure(f"cannot prepare the emulated host: {e}")
+        _start_daemon()
+        deadline = time.monotonic() + 60
+        while s is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the daemon binds its socket at start; polled, bounded
+            s = _connect()
+        if s is None:
+            raise HostFailure(f"the emulated-host pool did not start (see "
+                              f"{pool.run_dir()}/pool.log)")
+    s.sendall(b'{"op": "lease"}\n')
+    f = s.makefile("rb")
+    line = f.readline()
+    if not line:
+        raise HostFailure(f"the emulated-host pool closed the lease (see "
+                          f"{pool.run_dir()}/pool.log)")
+    reply = json.loads(line)
+    if not reply.get("ok"):
+        raise HostFailure(reply.get("error", "the emulated host is not available"))
+    return s, f, reply
+
+
+def run(argv, why=None, env=None):
+    """Runs argv on an emulated host; exits this process like it."""
+    try:
+        s, f, reply = lease()
+    except HostFailure as e:
+        print(f"vmm: emulated KVM host: {e}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_EMULATED_HOST)
+    info = reply["host"]
+    env = dict(os.environ if env is None else env)
+    env["VMM_EMULATED_HOST"] = describe(info)
+    if why:
+        print(f"vmm: {why}: running on the emulated KVM host, {describe(info)[10:-1]} "
+              f"(guest code runs several times slower than on hardware KVM; "
+              f"--host kvm never does this)", file=sys.stderr, flush=True)
+    try:
+        status = relay.run(reply["port"], reply["token"], argv, env=env)
+    except (relay.HostLost, OSError) as e:
+        s.settimeout(2)
+        try:
+            dead = json.loads(f.readline() or b"{}").get("dead")
+        except (OSError, ValueError):
+            dead = None
+        print(f"vmm: emulated KVM host: {dead or e}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_EMULATED_HOST)
+    s.close()
+    relay.exit_like(status)

@@ -1,0 +1,267 @@
+"""The pool of emulated KVM hosts: a daemon that boots one-CPU hosts on
+demand (at most one per box CPU), lends them to commands and watches them.
+
+It listens on CACHE/run/pool.sock (one JSON line per request):
+  {"op": "lease"}   -> {"ok": true, "port": P, "token": T, "host": {...}} once a
+                       host is up; the lease lasts as long as the connection.
+                       If that host dies, {"dead": WHY} comes on it first.
+  {"op": "status"}  -> {"hosts": [...], "idle_s": N}
+  {"op": "stop"}    -> the hosts are stopped and the daemon exits.
+It exits by itself when no lease was held for VMM_HOST_IDLE seconds
+(default 60), and only one runs per cache (CACHE/run/pool.lock).
+
+The watchdog: a host's agent prints "emuhost: alive N" every 2 s on the
+host's console. A host that says nothing for VMM_HOST_WATCHDOG seconds
+(default 60, 30x the beat: a frozen host's own timers stop, so nothing
+inside it can tell), prints a soft-lockup or panic line, does not come up
+within 180 s, or whose QEMU exits, is killed and named dead.
+"""
+import collections
+import fcntl
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from . import image, qemu
+
+BEAT = "emuhost: alive"
+BAD_LINES = ("soft lockup", "Kernel panic", "BUG: ", "hung_task", "rcu_sched self-detected",
+             "rcu: INFO")
+STARTUP_S = 180
+
+
+def run_dir():
+    d = os.path.join(image.cache_dir(), "run")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def socket_path():
+    return os.path.join(run_dir(), "pool.sock")
+
+
+def _env_float(name, default):
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return float(default)
+
+
+def pool_size():
+    return max(1, int(_env_float("VMM_HOST_POOL", os.cpu_count() or 1)))
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Host:
+    """One QEMU: its console reader and state."""
+
+    def __init__(self, pool, n, binary, vmlinuz, initramfs, release):
+        self.pool, self.n = pool, n
+        self.port, self.token = _free_port(), secrets.token_hex(16)
+        self.state, self.why = "starting", None
+        self.leases = []  # the lease connections
+        self.started = self.last_beat = time.monotonic()
+        self.tail = collections.deque(maxlen=40)
+        self.info = {"kind": "emulated", "qemu": qemu.qemu_version(binary), "kernel": release,
+                     "cpus": 1, "tcg_thread": os.environ.get("VMM_HOST_TCG_THREAD", "multi"),
+                     "memory_mib": qemu.memory_mib(), "n": n}
+        self.errlog = os.path.join(run_dir(), f"host{n}.stderr")
+        argv = qemu.command(binary, vmlinuz, initramfs, self.port, self.token)
+        with open(self.errlog, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=err, start_new_session=True)
+        threading.Thread(target=self._read_console, daemon=True).start()
+
+    def _read_console(self):
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            self.tail.append(line)
+            with self.pool.cv:
+                if line.startswith(BEAT):
+                    self.last_beat = time.monotonic()
+                elif "emuhost: agent ready" in line and self.state == "starting":
+                    self.state = "ready"
+                    self.last_beat = time.monotonic()
+                    self.pool.cv.notify_all()
+                elif "emuhost: FAILED" in line:
+                    self.pool.kill(self, line.split("emuhost: ", 1)[1])
+                elif any(b in line for b in BAD_LINES):
+                    self.pool.kill(self, f"its kernel said: {line.strip()}")
+        self.proc.wait()
+        with self.pool.cv:
+            if self.state != "dead":
+                try:
+                    with open(self.errlog, errors="replace") as f:
+                        err = f.read().strip().splitlines()
+                except OSError:
+                    err = []
+                self.pool.kill(self, f"QEMU exited with status {self.proc.returncode}" +
+                               (f": {err[-1]}" if err else ""))
+
+
+class Pool:
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.hosts = []
+        self.count = 0
+        self.idle_since = time.monotonic()
+        self.stopping = False
+        self.binary = qemu.qemu_binary()
+        self.image = image.prepare()
+
+    def kill(self, host, why):
+        """Under cv: the host is dead; its leases are told why."""
+        if host.state == "dead":
+            return
+        host.state, host.why = "dead", why
+        print(f"vmm-host: host {host.n} dead: {why}", file=sys.stderr, flush=True)
+        try:
+            os.killpg(host.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for conn in host.leases:
+            try:
+                conn.sendall((json.dumps({"dead": why}) + "\n").encode())
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if host in self.hosts:
+            self.hosts.remove(host)
+        self.cv.notify_all()
+
+    def _pick(self):
+        """Under cv: the host a new lease goes to (started if need be)."""
+        live = [h for h in self.hosts if h.state != "dead"]
+        best = min(live, key=lambda h: (len(h.leases), h.state != "ready"), default=None)
+        if best is None or (best.leases and len(live) < pool_size()):
+            self.count += 1
+            best = Host(self, self.count, self.binary, *self.image)
+            self.hosts.append(best)
+        return best
+
+    def lease(self, conn):
+        with self.cv:
+            host = self._pick()
+            host.leases.append(conn)
+            while host.state == "starting":
+                if time.monotonic() - host.started > STARTUP_S:
+                    self.kill(host, f"not up after {STARTUP_S} s")
+                self.cv.wait(1)
+            if host.state == "dead":
+                if conn in host.leases:
+                    host.leases.remove(conn)
+                return {"ok": False, "error": f"the emulated host did not start: {host.why}"}
+            return {"ok": True, "port": host.port, "token": host.token, "host": host.info}
+
+    def release(self, conn):
+        with self.cv:
+            for h in self.hosts:
+                if conn in h.leases:
+                    h.leases.remove(conn)
+            if not any(h.leases for h in self.hosts):
+                self.idle_since = time.monotonic()
+
+    def watch(self):
+        limit = _env_float("VMM_HOST_WATCHDOG", 60)
+        idle = _env_float("VMM_HOST_IDLE", 60)
+        while True:
+            with self.cv:
+                now = time.monotonic()
+                for h in list(self.hosts):
+                    if h.state == "ready" and now - h.last_beat > limit:
+                        tail = " | ".join(list(h.tail)[-3:])
+                        self.kill(h, f"no heartbeat for {limit:.0f} s: the emulated host "
+                                  f"is frozen (last console lines: {tail})")
+                busy = any(h.leases for h in self.hosts)
+                if self.stopping or (not busy and now - self.idle_since > idle):
+                    for h in list(self.hosts):
+                        self.kill(h, "the pool stopped")
+                    return
+                self.cv.wait(1)
+
+    def status(self):
+        with self.cv:
+            return {"hosts": [dict(h.info, state=h.state, leases=len(h.leases),
+                                   port=h.port) for h in self.hosts],
+                    "pool_size": pool_size(),
+                    "idle_s": round(time.monotonic() - self.idle_since, 1)}
+
+
+def _serve_conn(pool, conn):
+    with conn:
+        f = conn.makefile("rb")
+        try:
+            req = json.loads(f.readline() or b"{}")
+        except ValueError:
+            req = {}
+        op = req.get("op")
+        if op == "lease":
+            reply = pool.lease(conn)
+            try:
+                conn.sendall((json.dumps(reply) + "\n").encode())
+                if reply["ok"]:
+                    f.read()  # held until the client closes
+            except OSError:
+                pass
+            pool.release(conn)
+        elif op == "status":
+            conn.sendall((json.dumps(pool.status()) + "\n").encode())
+        elif op == "stop":
+            with pool.cv:
+                pool.stopping = True
+                pool.cv.notify_all()
+            conn.sendall(b'{"ok": true}\n')
+
+
+def serve():
+    """The daemon's main: returns when the pool has stopped."""
+    rd = run_dir()
+    lockf = open(os.path.join(rd, "pool.lock"), "a+")
+    try:
+        fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # another daemon serves this cache
+    path = socket_path()
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    pool = Pool()
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    os.chmod(path, 0o600)
+    ls.listen(64)
+    signal.signal(signal.SIGTERM, lambda *_: pool_stop(pool))
+    threading.Thread(target=_accept, args=(pool, ls), daemon=True).start()
+    pool.watch()
+    ls.close()
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def pool_stop(pool):
+    with pool.cv:
+        pool.stopping = True
+        pool.cv.notify_all()
+
+
+def _accept(pool, ls):
+    while True:
+        conn, _ = ls.accept()
+        threading.Thread(target=_serve_conn, args=(pool, conn), daemon=True).start()
