@@ -16,13 +16,14 @@ fail() {
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-port=5555 token= cache=none
+port=5555 token= cache=none fs=9p
 read -r cmdline </proc/cmdline
 for w in $cmdline; do
 	case "$w" in
 	emuhost.port=*) port=${w#*=} ;;
 	emuhost.token=*) token=${w#*=} ;;
 	emuhost.cache=*) cache=${w#*=} ;;
+	emuhost.fs=*) fs=${w#*=} ;;
 	esac
 done
 while read -r m args; do
@@ -31,8 +32,11 @@ done </modules.order
 [ -c /dev/kvm ] || fail "no /dev/kvm after loading kvm-amd"
 chmod 666 /dev/kvm
 mkdir -p /host
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=$cache host /host ||
-	fail "mount the box's root"
+if [ "$fs" = virtiofs ]; then
+	mount -t virtiofs host /host
+else
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=$cache host /host
+fi || fail "mount the box's root ($fs)"
 mount -t proc proc /host/proc &&
 	mount -t sysfs sysfs /host/sys &&
 	mount -t devtmpfs devtmpfs /host/dev &&

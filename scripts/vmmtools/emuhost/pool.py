@@ -79,7 +79,25 @@ class Host:
                      "cpus": 1, "tcg_thread": os.environ.get("VMM_HOST_TCG_THREAD", "multi"),
                      "memory_mib": qemu.memory_mib(), "n": n}
         self.errlog = os.path.join(run_dir(), f"host{n}.stderr")
-        argv = qemu.command(binary, vmlinuz, initramfs, self.port, self.token)
+        self.vfsd = None
+        vfs_socket = None
+        if qemu.share_kind() == "virtiofs":
+            vfs_socket = os.path.join(run_dir(), f"host{n}.vfs")
+            try:
+                os.unlink(vfs_socket)
+            except FileNotFoundError:
+                pass
+            with open(os.path.join(run_dir(), f"host{n}.virtiofsd"), "wb") as err:
+                self.vfsd = subprocess.Popen(qemu.virtiofsd_command(vfs_socket),
+                                             stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                             start_new_session=True)
+            # virtiofsd makes its socket before it waits for QEMU: bounded poll.
+            deadline = time.monotonic() + 30
+            while not os.path.exists(vfs_socket) and self.vfsd.poll() is None and \
+                    time.monotonic() < deadline:
+                time.sleep(0.01)
+        self.info["share"] = "virtiofs" if vfs_socket else "9p"
+        argv = qemu.command(binary, vmlinuz, initramfs, self.port, self.token, vfs_socket)
         with open(self.errlog, "wb") as err:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=err, start_new_session=True)
@@ -126,13 +144,16 @@ class Pool:
         """Under cv: the host is dead; its leases are told why."""
         if host.state == "dead":
             return
+        was_ready = host.state == "ready"  # else its leases wait for a reply
         host.state, host.why = "dead", why
         print(f"vmm-host: host {host.n} dead: {why}", file=sys.stderr, flush=True)
-        try:
-            os.killpg(host.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        for conn in host.leases:
+        for p in [host.proc, host.vfsd]:
+            try:
+                if p:
+                    os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for conn in host.leases if was_ready else []:
             try:
                 conn.sendall((json.dumps({"dead": why}) + "\n").encode())
                 conn.shutdown(socket.SHUT_RDWR)
@@ -263,5 +284,8 @@ def pool_stop(pool):
 
 def _accept(pool, ls):
     while True:
-        conn, _ = ls.accept()
+        try:
+            conn, _ = ls.accept()
+        except OSError:
+            return  # closed: the pool stopped
         threading.Thread(target=_serve_conn, args=(pool, conn), daemon=True).start()
