@@ -32,6 +32,10 @@ void irq_router_init(struct irq_router *r, const struct irq_sink_ops *ops, void 
 
 void irq_router_destroy(struct irq_router *r)
 {
+	/* Never set up (the machine stopped before KVM): its zeroed pins hold
+	 * no descriptors, and fd 0 is stdin. */
+	if (!r->ops)
+		return;
 	for (unsigned i = 0; i < r->nvectors; i++) {
 		if (r->vectors[i]->eventfd >= 0)
 			close(r->vectors[i]->eventfd);

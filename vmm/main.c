@@ -48,6 +48,13 @@ int main(int argc, char **argv)
 	struct vm_options opts;
 	struct err e = {0};
 	int code;
+	/* The command line as given, for the emulated host: option parsing
+	 * cuts device options (",ro", ",queues=2") in place. Static: it lives
+	 * as long as the process. */
+	static char **given;
+	given = calloc((size_t)argc + 1, sizeof(*given));
+	for (int i = 0; given && i < argc; i++)
+		given[i] = strdup(argv[i]);
 
 	if (options_parse(&opts, argc, argv, &e)) {
 		fprintf(stderr, "vmm: %s\n", e.msg);
@@ -73,7 +80,7 @@ int main(int argc, char **argv)
 		char why[sizeof(e.msg)];
 		snprintf(why, sizeof(why), "%s", e.msg);
 		memset(&e, 0, sizeof(e));
-		emulated_host_exec(argv, why, &e);
+		emulated_host_exec(given ? given : argv, why, &e);
 		fprintf(stderr, "vmm: %s\n", e.msg);
 		return EXIT_EMULATED_HOST;
 	}

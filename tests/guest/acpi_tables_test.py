@@ -15,13 +15,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmm_test import skip_unless_guests_boot  # noqa: E402
 
 vmm, guest = sys.argv[1], sys.argv[2]
-try:
-    os.close(os.open("/dev/kvm", os.O_RDWR))
-except OSError as e:
-    print(f"SKIP: /dev/kvm is not usable here ({e}); the tables are built with the VM")
-    sys.exit(77)
+skip_unless_guests_boot("the tables are built with the VM")
 if not shutil.which("iasl"):
     print("FAIL: iasl not found (Debian package acpica-tools, scripts/install-deps.sh)")
     sys.exit(1)

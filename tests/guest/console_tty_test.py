@@ -10,13 +10,11 @@ import subprocess
 import sys
 import termios
 import time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmm_test import skip_unless_guests_boot  # noqa: E402
 
 vmm, guest = sys.argv[1], sys.argv[2]
-try:
-    os.close(os.open("/dev/kvm", os.O_RDWR))
-except OSError as e:
-    print(f"SKIP: /dev/kvm is not usable here ({e}); this test boots a guest")
-    sys.exit(77)
+skip_unless_guests_boot("this test boots a guest")
 
 master, slave = pty.openpty()
 before = termios.tcgetattr(slave)

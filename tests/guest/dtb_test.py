@@ -7,13 +7,11 @@ import re
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmm_test import skip_unless_guests_boot  # noqa: E402
 
 vmm, guest = sys.argv[1], sys.argv[2]
-try:
-    os.close(os.open("/dev/kvm", os.O_RDWR))
-except OSError as e:
-    print(f"SKIP: /dev/kvm is not usable here ({e}); this test builds a VM")
-    sys.exit(77)
+skip_unless_guests_boot("this test builds a VM")
 with tempfile.TemporaryDirectory() as tmp:
     dtb = os.path.join(tmp, "machine.dtb")
     p = subprocess.run([vmm, "--kernel", guest, "--cpus", "2", "--memory", "512",

@@ -24,7 +24,7 @@ with exit code 10 (interrupted) within --term-bound seconds (it prints the time;
 the VMM serves at most 256 requests / 4 MiB per pass, then its loop sees
 the signal). Before the bound existed the VMM was still running 14 s
 after SIGTERM.
-Without a usable /dev/kvm it prints why and exits 77 (skipped).
+Without KVM (this box's or the emulated host's) it prints why and exits 77.
 """
 import argparse
 import os
@@ -73,7 +73,7 @@ def main():
 
     why = kvm_usable()
     if why:
-        print(f"SKIP: /dev/kvm is not usable here ({why}); this test boots a guest")
+        print(f"SKIP: {why}; this test boots a guest")
         return 77
 
     failures = []

@@ -11,15 +11,13 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmm_test import skip_unless_guests_boot  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 vmm = sys.argv[1]
-try:
-    os.close(os.open("/dev/kvm", os.O_RDWR))
-except OSError as e:
-    print(f"SKIP: /dev/kvm is not usable here ({e}); this test boots Linux")
-    sys.exit(77)
+skip_unless_guests_boot("this test boots Linux")
 kernel = subprocess.run([os.path.join(ROOT, "guests", "linux", "build-kernel.sh"), "msi"],
                         stdout=subprocess.PIPE, text=True, check=True).stdout.split()[-1]
 with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,9 @@
 """Runs ./vmm once and checks what it did: exit code, console and stderr.
 
 Used by meson for every guest integration test. Tests that boot a guest
-need /dev/kvm: without it they print why and exit 77 (meson's "skipped").
+need KVM: this box's /dev/kvm or, without it, the emulated KVM host that
+./vmm moves to by itself (scripts/vmm-host). Only where neither exists do
+they print why and exit 77 (meson's "skipped").
 """
 import argparse
 import os
@@ -14,13 +16,31 @@ import tempfile
 import threading
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts"))
+from vmmtools import emuhost  # noqa: E402
+
+# A notice ./vmm prints when it moves to the emulated host (exactly one,
+# before anything of the command's own).
+EMULATED_NOTICE = re.compile(r"^vmm: .*: running on the emulated KVM host.*\n", re.M)
+
+
 def kvm_usable():
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR)
-    except OSError as e:
-        return str(e)
-    os.close(fd)
-    return None
+    """None when a guest can boot from here (this box's KVM or the
+    emulated host), else why not."""
+    return emuhost.guest_skip_reason()
+
+
+def skip_unless_guests_boot(what="this test boots a guest"):
+    why = kvm_usable()
+    if why:
+        print(f"SKIP: {why}; {what}")
+        sys.exit(77)
+
+
+def without_notice(stderr):
+    """The VMM's stderr without the emulated-host notice."""
+    return EMULATED_NOTICE.sub("", stderr, count=1)
 
 
 def fnv1a32(data):
@@ -81,10 +101,7 @@ def main():
     args = a.args[1:] if a.args and a.args[0] == "--" else a.args
 
     if a.needs_kvm:
-        why = kvm_usable()
-        if why:
-            print(f"SKIP: /dev/kvm is not usable here ({why}); this test boots a guest")
-            return 77
+        skip_unless_guests_boot()
 
     with tempfile.TemporaryDirectory() as tmp:
         cmdline_extra = []

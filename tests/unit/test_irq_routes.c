@@ -14,6 +14,7 @@
 #include "devices/pci_testdev.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -646,6 +647,22 @@ START_TEST(test_resample_ignores_intx_disabled_sharer)
 }
 END_TEST
 
+/* A machine that stops before KVM (no /dev/kvm: ./vmm then moves to the
+ * emulated host with its stdin) destroys a router it never set up: its
+ * zeroed pins must not close fd 0. */
+START_TEST(test_destroying_a_router_never_set_up_closes_nothing)
+{
+	int fd = open("/dev/null", O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(dup2(fd, 0), 0);
+	close(fd);
+	struct irq_router never;
+	memset(&never, 0, sizeof(never));
+	irq_router_destroy(&never);
+	ck_assert_int_ge(fcntl(0, F_GETFD), 0);
+}
+END_TEST
+
 static Suite *irq_routes_suite(void)
 {
 	Suite *s = suite_create("irq_routes");
@@ -691,6 +708,10 @@ static Suite *irq_routes_suite(void)
 	tcase_add_test(t, test_resample_assert_writes_irqfd);
 	tcase_add_test(t, test_resample_refires_only_while_a_sharer_asserts);
 	tcase_add_test(t, test_resample_ignores_intx_disabled_sharer);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("lifetime");
+	tcase_add_test(t, test_destroying_a_router_never_set_up_closes_nothing);
 	suite_add_tcase(s, t);
 	return s;
 }
