@@ -16,6 +16,10 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts"))
+from vmmtools import emuhost  # noqa: E402
+
 BLOCK = 4096
 SECTOR = 512
 SKIP = 77
@@ -59,7 +63,9 @@ def namespaced_main(ap, inner, namespace, root_for, files=(), tools=("unshare",)
                     more=None):
     """The fault tests' main. Adds --vmm, --kernel and --inner to `ap`.
     With --inner (the re-run below) it is inside the namespace: runs
-    inner(args). Otherwise it skips (exit 77) without a usable /dev/kvm,
+    inner(args). Where this box's /dev/kvm is unusable it runs whole on the
+    emulated KVM host (scripts/vmm-host). Otherwise it skips (exit 77) without
+    a usable /dev/kvm,
     root (needed `root_for`), the device `files`, the `tools`, or what
     more(args) names, and runs this script again with the same arguments
     and --inner under unshare(1) in a `namespace` of its own ("mount",
@@ -70,6 +76,9 @@ def namespaced_main(ap, inner, namespace, root_for, files=(), tools=("unshare",)
     a = ap.parse_args()
     if a.inner:
         return inner(a)
+    # The namespace, its mounts and FUSE belong to the kernel the VMM runs
+    # on: without a usable /dev/kvm here, all of it runs on the emulated host.
+    emuhost.run_inside_if_needed()
     why = kvm_problem()
     if not why and os.geteuid() != 0:
         why = f"needs root {root_for}"
