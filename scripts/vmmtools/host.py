@@ -2,9 +2,15 @@
 """Host facts, in one place for vmm-bench, vmm-ci and the shell scripts.
 
     host.py               every fact as JSON
-    host.py --emulated    yes when this host's KVM emulates guest ring 0
-                          (the nested, page-table based kvm_pvm, or no
-                          vmx/svm CPU flag), else no
+    host.py --emulated    yes when the KVM guests run on here emulates guest
+                          ring 0 (the nested, page-table based kvm_pvm, or
+                          no vmx/svm CPU flag), else no
+
+Where /dev/kvm is unusable, guests run on the emulated KVM host (QEMU TCG
+with nested SVM, scripts/vmm-host): kvm_kind "emulated", which runs guest
+ring 0 under SVM (no ring-0 emulation), and every summary names QEMU's
+version and that host's kernel, so no figure from there passes for a
+hardware one. Inside that host (VMM_EMULATED_HOST set) the same.
     host.py --get KEY     one fact (booleans as yes/no)
 
 facts() is what scripts/vmm-bench's results.json host block and vmm-ci's
@@ -29,6 +35,9 @@ KINDS = {
         "KVM without vmx/svm: guest ring 0 is emulated",
         "no vmx/svm CPU flag: KVM (if usable) is not hardware-assisted"),
     "hardware": ("hardware-assisted KVM", "hardware-assisted ({flags})"),
+    "emulated": ("{emulated}",
+                 "{emulated}: KVM inside QEMU's TCG, which emulates the CPU and its SVM; "
+                 "timings are that host's, not hardware's"),
 }
 
 
@@ -60,21 +69,44 @@ def read_cpuinfo():
         return ""
 
 
-def facts(cpuinfo=None, pvm=None):
+def dev_kvm_usable():
+    try:
+        os.close(os.open("/dev/kvm", os.O_RDWR))
+    except OSError:
+        return False
+    return True
+
+
+def emulated_host():
+    """How the emulated KVM host is named when guests run there (inside it,
+    or on a box without a usable /dev/kvm), else None."""
+    inside = os.environ.get("VMM_EMULATED_HOST")
+    if inside:
+        return inside
+    if dev_kvm_usable():
+        return None
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from vmmtools.emuhost import client
+    return client.describe_planned()
+
+
+def facts(cpuinfo=None, pvm=None, emulated=False):
     """Everything known about this host; cpuinfo (the text of
-    /proc/cpuinfo) and pvm (kvm_pvm loaded) are read here when None."""
+    /proc/cpuinfo), pvm (kvm_pvm loaded) and emulated (the emulated host's
+    name, or None) are read here when left out."""
     cpuinfo = read_cpuinfo() if cpuinfo is None else cpuinfo
     pvm = os.path.isdir(PVM_MODULE) if pvm is None else pvm
+    emulated = emulated_host() if emulated is False else emulated
     model, vendor, flags = parse_cpuinfo(cpuinfo)
-    kind = kvm_kind(flags, pvm)
+    kind = "emulated" if emulated else kvm_kind(flags, pvm)
     hw = sorted(flags & {"vmx", "svm"})
-    short, long = KINDS[kind]
+    short, long = (t.format(emulated=emulated, flags="/".join(hw)) for t in KINDS[kind])
     return {
         "cpu_model": model, "cpu_vendor": vendor, "kernel": platform.release(),
         "cores": os.cpu_count(), "kvm_kind": kind, "kvm_summary": short,
-        "kvm_description": long.format(flags="/".join(hw)), "kvm_pvm_module": pvm,
-        "cpu_virt_flags": hw, "emulates_ring0": kind != "hardware",
-        "dev_kvm_usable": os.access("/dev/kvm", os.R_OK | os.W_OK),
+        "kvm_description": long, "kvm_pvm_module": pvm,
+        "cpu_virt_flags": hw, "emulates_ring0": kind not in ("hardware", "emulated"),
+        "dev_kvm_usable": dev_kvm_usable(), "emulated_host": emulated,
         "loadavg": os.getloadavg()[0],
     }
 

@@ -24,6 +24,17 @@ def describe(info):
             f"kernel {info.get('kernel', '?')})")
 
 
+def describe_planned():
+    """describe() of the host a command would get, without starting or
+    fetching anything: the installed QEMU, the newest cached kernel (or the
+    package that would be fetched)."""
+    binary = qemu.qemu_binary()
+    kernel = image.cached_release() or os.environ.get("VMM_HOST_KERNEL_PACKAGE",
+                                                      image.DEFAULT_KERNEL_PACKAGE)
+    return describe({"qemu": qemu.qemu_version(binary) if binary else "(not installed)",
+                     "kernel": kernel})
+
+
 def _connect():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

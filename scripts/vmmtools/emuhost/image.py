@@ -154,6 +154,12 @@ def ensure_kernel(cache):
     return kdir
 
 
+def cached_release():
+    """The release of the newest cached kernel, or None."""
+    cached = _cached_kernels(cache_dir())
+    return kernel_release(os.path.dirname(cached[-1])) if cached else None
+
+
 def kernel_release(kdir):
     with open(os.path.join(kdir, "release")) as f:
         return f.read().strip()
