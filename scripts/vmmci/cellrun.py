@@ -288,7 +288,11 @@ def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout, extra=
 
 def run_cell(cell, index, ctx):
     """Runs one cell; returns its result dict (results.json's "cells" entry).
-    ctx: vmm, initrd, tools, out (dir), timeout, emulated, net_reason."""
+    ctx: vmm, initrd, tools, out (dir), timeout, emulated, net_reason, remote
+    (the cell runs whole on the emulated KVM host: vmmci/remote.py)."""
+    if getattr(ctx, "remote", False):
+        from vmmci import remote
+        return remote.run_cell_there(cell, index, ctx)
     load = round(os.getloadavg()[0], 2)
     cdir = os.path.join(ctx.out, "cells", cell.id)
     os.makedirs(cdir, exist_ok=True)

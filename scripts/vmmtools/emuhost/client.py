@@ -66,8 +66,9 @@ def _start_daemon():
 def lease():
     """(socket held for the lease, reply) from the daemon, started if need be."""
     if not qemu.qemu_binary():
-        raise HostFailure(f"{qemu.QEMU} is not installed (Debian package qemu-system-x86), "
-                          f"so there is no emulated KVM host either")
+        raise HostFailure(f"{os.environ.get('VMM_HOST_QEMU') or qemu.QEMU} is not installed "
+                          f"(Debian package qemu-system-x86), so there is no emulated KVM "
+                          f"host either")
     s = _connect()
     if s is None:
         try:
@@ -101,15 +102,16 @@ def run(argv, why=None, env=None):
     try:
         s, f, reply = lease()
     except HostFailure as e:
-        print(f"vmm: emulated KVM host: {e}", file=sys.stderr, flush=True)
+        print(f"vmm: {why + ', and the' if why else 'the'} emulated KVM host cannot run: {e}",
+              file=sys.stderr, flush=True)
         sys.exit(EXIT_EMULATED_HOST)
     info = reply["host"]
     env = dict(os.environ if env is None else env)
     env["VMM_EMULATED_HOST"] = describe(info)
     if why:
-        print(f"vmm: {why}: running on the emulated KVM host, {describe(info)[10:-1]} "
-              f"(guest code runs several times slower than on hardware KVM; "
-              f"--host kvm never does this)", file=sys.stderr, flush=True)
+        print(f"vmm: {why}: running on the emulated KVM host, {describe(info)}, where "
+              f"guests run several times slower than on hardware KVM (--host kvm: never)",
+              file=sys.stderr, flush=True)
     try:
         status = relay.run(reply["port"], reply["token"], argv, env=env)
     except (relay.HostLost, OSError) as e:

@@ -37,7 +37,9 @@ STARTUP_S = 180
 
 
 def run_dir():
-    d = os.path.join(image.cache_dir(), "run")
+    """Where the pool's socket, lock and logs are: VMM_HOST_RUN, else
+    CACHE/run (a private pool: its own VMM_HOST_RUN, the same cache)."""
+    d = os.environ.get("VMM_HOST_RUN") or os.path.join(image.cache_dir(), "run")
     os.makedirs(d, exist_ok=True)
     return d
 

@@ -17,7 +17,10 @@ GUEST_PORT = 5555
 
 
 def qemu_binary():
-    return os.environ.get("VMM_HOST_QEMU") or shutil.which(QEMU)
+    """QEMU's path (VMM_HOST_QEMU, else qemu-system-x86_64 on PATH), or None
+    when it is not an executable file."""
+    path = os.environ.get("VMM_HOST_QEMU") or shutil.which(QEMU)
+    return path if path and os.access(path, os.X_OK) and os.path.isfile(path) else None
 
 
 def qemu_version(binary):
