@@ -10,7 +10,9 @@ need only KVM and this tree (kvm_floor, vbench under the VMM, the footprint
 of ours and the floor, blk_bench) must have worked, and QEMU's runs too
 where QEMU is installed. Sections whose VMM-side piece is missing may say
 "pending". No figure is compared with anything: timing is never asserted.
-Exit 77 (skipped) without a usable /dev/kvm or without matplotlib.
+Exit 77 (skipped) without any KVM (this box's or the emulated host's) or
+without matplotlib. Where it runs on the emulated host, the host block must
+name it.
 """
 import json
 import os
@@ -20,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts"))
+from vmmtools import emuhost  # noqa: E402
 
 SECTIONS = ["irq_latency", "virtio", "multiqueue", "exit_costs", "exit_dispatch", "footprint",
             "blk_model_vs_fio"]
@@ -53,8 +58,9 @@ def main():
         print(__doc__)
         return 2
     root, build = sys.argv[1], sys.argv[2]
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        print("SKIP: /dev/kvm is missing or not read-writable; vmm-bench needs KVM")
+    why = emuhost.guest_skip_reason()
+    if why:
+        print(f"SKIP: {why}; vmm-bench needs KVM")
         return 77
     pythons = [sys.executable, "/usr/bin/python3"]
     if not any(os.access(p, os.X_OK) and subprocess.run(
@@ -81,6 +87,10 @@ def main():
     host = doc.get("host", {})
     for k in ("cpu_model", "kernel", "cores", "kvm_kind", "kvm_description"):
         check(k in host, f"results.json: host has no {k}")
+    if emuhost.kvm_unusable() and not emuhost.inside():
+        check(host.get("kvm_kind") == "emulated" and "QEMU" in host.get("kvm_description", ""),
+              f"results.json: measured on the emulated host but its host block says "
+              f"{host.get('kvm_kind')!r}, {host.get('kvm_description')!r}")
     sec = doc.get("sections", {})
     for s in SECTIONS:
         if check(s in sec, f"results.json: no section {s}"):
