@@ -20,11 +20,13 @@ def draw(doc, samples, outdir):
     plt = charts.pyplot("Agg", REPRODUCIBLE)
     note = (" (host emulates guest ring 0: includes that emulation)"
             if doc["host"]["kvm_kind"] == "nested-pagetable" else "")
+    host = f"{doc['host']['cpu_model']}; KVM: {doc['host']['kvm_summary']}"
     irq_cdf(plt, doc["sections"]["irq_latency"], samples, note,
-            os.path.join(outdir, "irq_latency_cdf.svg"))
+            os.path.join(outdir, "irq_latency_cdf.svg"), host)
     virtio_rates(plt, doc["sections"]["virtio"]["results"], note,
-                 os.path.join(outdir, "virtio_rates.svg"))
-    footprint_bars(plt, doc["sections"]["footprint"], os.path.join(outdir, "footprint.svg"))
+                 os.path.join(outdir, "virtio_rates.svg"), host)
+    footprint_bars(plt, doc["sections"]["footprint"], os.path.join(outdir, "footprint.svg"),
+                   host)
 
 
 def cdf_axis(ax, label, values, status):
@@ -54,12 +56,12 @@ def cdf_axis(ax, label, values, status):
     ax.grid(alpha=0.3)
 
 
-def irq_cdf(plt, irq, samples, note, path):
+def irq_cdf(plt, irq, samples, note, path, host):
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     for ax, (key, label, *_) in zip(axes.flat, PATHS):
         cdf_axis(ax, label, samples.get(key, {}), irq["paths"][key]["ours"]["status"])
     fig.suptitle("Interrupt delivery latency, CDF per path" + note, fontsize=11)
-    charts.save(plt, fig, path)
+    charts.save(plt, fig, path, host)
 
 
 def rates_axis(ax, results, test, label):
@@ -85,12 +87,12 @@ def rates_axis(ax, results, test, label):
         ax.text(0.5, 0.5, "no results", transform=ax.transAxes, ha="center")
 
 
-def virtio_rates(plt, results, note, path):
+def virtio_rates(plt, results, note, path, host):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, (test, label) in zip(axes, VIRTIO_TESTS):
         rates_axis(ax, results, test, label)
     fig.suptitle("MSI-X vs INTx request rates, ours vs QEMU" + note, fontsize=11)
-    charts.save(plt, fig, path)
+    charts.save(plt, fig, path, host)
 
 
 def footprint_axis(ax, targets, figure, scale, ylabel):
@@ -112,11 +114,11 @@ def footprint_axis(ax, targets, figure, scale, ylabel):
     ax.grid(axis="y", alpha=0.3)
 
 
-def footprint_bars(plt, fp, path):
+def footprint_bars(plt, fp, path, host):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     footprint_axis(axes[0], fp["targets"], "exec_to_first_run_us", 1e3,
                    "exec → first KVM_RUN (ms)")
     footprint_axis(axes[1], fp["targets"], "rss_kib", 1024, "RSS without guest memory (MiB)")
     fig.suptitle(f"Footprint, {fp['memory_mib']} MiB guests (p50, whiskers min–max)",
                  fontsize=11)
-    charts.save(plt, fig, path)
+    charts.save(plt, fig, path, host)

@@ -38,6 +38,10 @@ def head(doc):
              f"{h['loadavg_end']:.2f} at the end. Tree {doc['tree']['commit']}"
              f"{' (dirty)' if doc['tree']['dirty'] else ''}; {h.get('qemu') or 'no QEMU'}. "
              f"Run took {doc['duration_s']} s.", ""]
+    if h["kvm_kind"] == "emulated":
+        lines += ["Measured on the emulated KVM host (QEMU's TCG emulates the CPU and its SVM, "
+                  "and this box's /dev/kvm is unusable): every figure and ratio here is that "
+                  "host's; compare them with each other, never with hardware KVM's.", ""]
     if emulated(doc):
         lines += [f"{EMU_MARK} On this host guest ring 0 is emulated, about 2 µs per "
                   f"instruction: figures marked {EMU_MARK} include that emulation (interrupt "

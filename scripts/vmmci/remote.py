@@ -11,12 +11,12 @@ different hosts of the pool (one per box CPU).
 
     remote.py JOB RESULT     (what runs on the emulated host)
 """
-import copy
 import json
 import os
 import pickle
 import subprocess
 import sys
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -46,8 +46,7 @@ def run_cell_there(cell, index, ctx):
     job, res = os.path.join(cdir, "job.pickle"), os.path.join(cdir, "result.json")
     if os.path.exists(res):
         os.unlink(res)
-    there = copy.copy(ctx)
-    there.remote = False
+    there = dict(vars(ctx), remote=False)  # plain data: vmm-ci's Context is its __main__'s
     with open(job, "wb") as f:
         pickle.dump((cell, index, there), f)
     python = os.path.realpath(sys.executable)
@@ -59,12 +58,17 @@ def run_cell_there(cell, index, ctx):
         with open(res) as f:
             return json.load(f)
     tail = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+    # The cell's files, as a cell that ran leaves them: what was said, no console.
+    for name, text in (("console.log", p.stdout), ("hvc0.log", ""), ("vmm.stderr", p.stderr)):
+        with open(os.path.join(cdir, name), "w") as f:
+            f.write(text)
     return failed_result(cell, ctx, f"the cell did not run on the emulated host: {tail}")
 
 
 def main(job, res):
     with open(job, "rb") as f:
-        cell, index, ctx = pickle.load(f)
+        cell, index, fields = pickle.load(f)
+    ctx = types.SimpleNamespace(**fields)
     ctx.net_reason = cellrun.net_unavailable_reason()  # this host's tun and ip
     result = cellrun.run_cell(cell, index, ctx)
     tmp = res + ".tmp"

@@ -11,6 +11,20 @@ from vmmtools.report import table, write_json
 IO_NOTE = ("On a host that emulates guest ring 0 these figures measure the emulated "
            "guest kernel (every system call, page fault and interrupt handler runs "
            "instruction by instruction) far more than the interrupt path.")
+EMULATED_HOST_NOTE = ("Measured on the emulated KVM host (QEMU's TCG emulates the CPU and its "
+                      "SVM): compare these figures with each other, never with hardware "
+                      "KVM's.")
+
+
+def ring0_emulated(host):
+    """Whether meta's host line is a KVM that emulates guest ring 0."""
+    return "ring 0 is emulated" in host
+
+
+def host_note(host):
+    if ring0_emulated(host):
+        return IO_NOTE
+    return EMULATED_HOST_NOTE if host.startswith("emulated (QEMU") else ""
 
 
 def write_all(out, meta, cells):
@@ -18,8 +32,8 @@ def write_all(out, meta, cells):
     cells = sorted(cells, key=lambda c: natural(c["id"]))
     write_json(os.path.join(out, "results.json"), {"meta": meta, "cells": cells},
                sort_keys=True)
-    write_junit(os.path.join(out, "junit.xml"), cells)
-    charts = write_charts(out, cells, "emulated" in meta.get("host", ""))
+    write_junit(os.path.join(out, "junit.xml"), cells, meta.get("host", "?"))
+    charts = write_charts(out, cells, meta.get("host", "?"))
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(summary_md(meta, cells, charts))
 
@@ -38,7 +52,7 @@ def load(dirs):
 
 # ---- junit.xml ----
 
-def write_junit(path, cells):
+def write_junit(path, cells, host):
     suites = ET.Element("testsuites", name="vmm-ci")
     for c in cells:
         checks = c["checks"]
@@ -46,6 +60,9 @@ def write_junit(path, cells):
                           failures=str(sum(x["status"] == "fail" for x in checks)),
                           skipped=str(sum(x["status"] == "skip" for x in checks)),
                           time=str(c["boot"]["vmm_wall_s"]))
+        # Where the cell ran (hardware KVM, kvm_pvm, the emulated host).
+        props = ET.SubElement(s, "properties")
+        ET.SubElement(props, "property", name="host", value=host)
         for x in checks:
             tc = ET.SubElement(s, "testcase", classname=c["id"], name=x["name"])
             if x.get("time") is not None:
@@ -156,7 +173,7 @@ def summary_md(meta, cells, charts):
                  [group_cells(key, groups[key]) for key in sorted(groups, key=group_order)])
     io = [c for c in cells if c.get("fio") or c.get("iperf3")]
     if io:
-        note = IO_NOTE if "emulated" in meta.get("host", "") else ""
+        note = host_note(meta.get("host", ""))
         out += ["", "## fio and iperf3", "", note, ""]
         out += table(["cell", "irq path", "fio read IOPS", "fio write IOPS", "fio read KiB/s",
                       "fio write KiB/s", "iperf3 sender Mbit/s", "iperf3 receiver Mbit/s",
@@ -208,19 +225,19 @@ def num(v):
 
 # ---- charts ----
 
-def write_charts(out, cells, emulated):
+def write_charts(out, cells, host):
     if mpl.missing():
         return []
     plt = mpl.pyplot("svg")
     charts = []
-    if boot_chart(plt, os.path.join(out, "boot_time.svg"), cells):
+    if boot_chart(plt, os.path.join(out, "boot_time.svg"), cells, host):
         charts.append("boot_time.svg")
-    if io_chart(plt, os.path.join(out, "io.svg"), cells, emulated):
+    if io_chart(plt, os.path.join(out, "io.svg"), cells, host):
         charts.append("io.svg")
     return charts
 
 
-def boot_chart(plt, path, cells):
+def boot_chart(plt, path, cells, host):
     groups = boot_groups(cells)
     labels = sorted({k[0] for k in groups}, key=natural)
     series = sorted({(k[1], k[2]) for k in groups})
@@ -251,11 +268,11 @@ def boot_chart(plt, path, cells):
     ax.set_ylabel("dmesg seconds at \"Run /init\"")
     ax.set_title("Boot time to \"Run /init\" (mean, min-max over repeats)", fontsize="medium")
     ax.legend(fontsize="small")
-    mpl.save(plt, fig, path)
+    mpl.save(plt, fig, path, host)
     return True
 
 
-def io_chart(plt, path, cells, emulated=False):
+def io_chart(plt, path, cells, host):
     rows = [c for c in cells if c.get("fio") or c.get("iperf3")]
     if not rows:
         return False
@@ -272,8 +289,8 @@ def io_chart(plt, path, cells, emulated=False):
     a2.bar(list(xs), [(c.get("iperf3") or {}).get("receiver_mbit_s", 0) for c in rows])
     a2.set_title("iperf3 guest -> host: Mbit/s")
     a2.set_xticks(list(xs), names, rotation=60, ha="right", fontsize="x-small")
-    if emulated:
+    if ring0_emulated(host):
         fig.suptitle("Host emulates guest ring 0: these figures measure the guest kernel "
                      "more than the interrupt path", fontsize="small")
-    mpl.save(plt, fig, path)
+    mpl.save(plt, fig, path, host)
     return True

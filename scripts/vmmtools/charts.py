@@ -43,8 +43,16 @@ def pyplot(backend, rc=None):
     return plt
 
 
-def save(plt, fig, path):
-    fig.tight_layout()
+def save(plt, fig, path, host=None):
+    """Writes the figure; `host` (where the figures were measured: the KVM
+    kind, e.g. an emulated host's QEMU and kernel) is its caption, so no
+    chart passes for another host's."""
+    if host:
+        fig.text(0.005, 0.005, f"measured on: {host}", fontsize=7, ha="left", va="bottom",
+                 color="dimgray")
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
 

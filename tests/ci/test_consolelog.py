@@ -120,7 +120,7 @@ class KunitCell(unittest.TestCase):
         self.assertEqual(len(kunit), 61)
         cell = {"id": "cell", "checks": [c.to_dict() for c in checks], "boot": {"vmm_wall_s": 1}}
         with tempfile.TemporaryDirectory() as d:
-            report.write_junit(os.path.join(d, "j.xml"), [cell])
+            report.write_junit(os.path.join(d, "j.xml"), [cell], "hardware-assisted KVM")
             cases = [t for t in ET.parse(os.path.join(d, "j.xml")).getroot().iter("testcase")
                      if t.get("name").startswith("kunit:")]
         self.assertEqual(len(cases), 61)
@@ -128,6 +128,27 @@ class KunitCell(unittest.TestCase):
         skipped = sorted(t.get("name") for t in cases if t.find("skipped") is not None)
         self.assertEqual(skipped, ["kunit:example.example_mark_skipped_test",
                                    "kunit:example.example_skip_test"])
+
+
+class HostNamed(unittest.TestCase):
+    """Every report names where the cells ran: a JUnit property per suite,
+    and the summary's note for the emulated host (never the ring-0 one)."""
+    HOST = "emulated (QEMU 7.2.22 TCG, nested SVM, kernel 6.12.118+deb12-amd64)"
+
+    def test_junit_property_and_summary_note(self):
+        import tempfile
+        import xml.etree.ElementTree as ET
+        cell = {"id": "cell", "checks": [], "boot": {"vmm_wall_s": 1.0}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "junit.xml")
+            report.write_junit(path, [cell], self.HOST)
+            props = [(p.get("name"), p.get("value"))
+                     for p in ET.parse(path).getroot().iter("property")]
+        self.assertEqual(props, [("host", self.HOST)])
+        self.assertEqual(report.host_note(self.HOST), report.EMULATED_HOST_NOTE)
+        self.assertEqual(report.host_note(
+            "nested page-table based KVM (kvm_pvm): guest ring 0 is emulated"), report.IO_NOTE)
+        self.assertEqual(report.host_note("hardware-assisted KVM"), "")
 
 
 class UserCommands(unittest.TestCase):
@@ -172,7 +193,7 @@ class UserCommands(unittest.TestCase):
         cell = {"id": "cell", "checks": checks, "boot": {"vmm_wall_s": 1.0}}
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "junit.xml")
-            report.write_junit(path, [cell])
+            report.write_junit(path, [cell], "hardware-assisted KVM")
             root = ET.parse(path).getroot()
         tc = {t.get("name"): t for t in root.iter("testcase")}
         self.assertIsNotNone(tc["run-2"].find("failure"))
@@ -524,7 +545,7 @@ class HostInherited(unittest.TestCase):
                 "boot": {"vmm_wall_s": 1.0}}
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "junit.xml")
-            report.write_junit(path, [cell])
+            report.write_junit(path, [cell], "hardware-assisted KVM")
             outs = [tc.findtext("system-out") or "" for tc in ET.parse(path).iter("testcase")
                     if tc.get("name") == "no-firmware-bug"]
         self.assertTrue(outs and "info: host-inherited:" in outs[0], outs)
