@@ -28,7 +28,8 @@
 # Cache (outside the clone, shared by every checkout and CI run on the
 # machine):
 #   CACHE/src/linux-source-S_PKGVERSION[+hostwa-PATCHHASH]/  unpacked (patched) source
-#   CACHE/build/S-VARIANT-{plain,hostwa}/                    out-of-tree build (incremental)
+#   CACHE/build/S-{plain,hostwa}/                            out-of-tree build, shared by the
+#                                                            variants (incremental)
 #   CACHE/images/S-VARIANT-{plain,hostwa}-KEY/               the finished kernel:
 #       bzImage, vmlinux (for the PVH entry), config, System.map, build-info
 #       (key=value lines)
@@ -187,7 +188,14 @@ if [ ! -f "$src/.unpacked" ]; then
 fi
 
 # --- 4. Configure and build out of tree (incrementally when possible). ---
-out="$cache/build/$name"
+# One tree per series and flavour, shared by its variants: kbuild records
+# which CONFIG_ options each object reads (fixdep), so a variant after
+# another recompiles only what their options change. PCI_MSI alone reaches
+# struct device and so most objects: measured on 2 cores (6.1), nomsi
+# after msi recompiled 764 objects in 367 s, against 611-628 s for either
+# in a tree of its own on a busier box. (A compiler cache shared by
+# per-variant trees was tried first: 22% hits.)
+out="$cache/build/$series-$flavour"
 if [ "$(cat "$out/.source" 2>/dev/null || true)" != "$src" ]; then
   rm -rf "$out" # a tree built from another source (version or patch)
 fi
