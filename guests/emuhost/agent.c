@@ -281,6 +281,9 @@ static void serve(int sock)
 			send_frame(sock, 'F', why, (uint32_t)strlen(why));
 			_exit(1);
 		}
+		/* The command gets the slave as its 0, 1 or 2 only. */
+		fcntl(ptm, F_SETFD, FD_CLOEXEC);
+		fcntl(pts, F_SETFD, FD_CLOEXEC);
 	}
 	if ((!(h.flags & FLAG_TTY_IN) && pipe2(in, O_CLOEXEC)) ||
 	    (!(h.flags & FLAG_TTY_OUT) && pipe2(out, O_CLOEXEC)) ||

@@ -108,15 +108,21 @@ rng_check() {
 # --- hvc0: the runner types the token once it sees "hvc0 ready"; echo it back.
 hvc_check() {
 	[ -c /dev/hvc0 ] || { check hvc0-echo FAIL "no /dev/hvc0"; return; }
+	# Open and without echo before the runner may type: typed bytes that
+	# reach a tty nobody holds open yet, or one that echoes, were seen in
+	# the middle of the echo line ("vhvc0-echo: TOKEN", 2 vCPUs).
+	exec 3<>/dev/hvc0
+	stty -echo <&3 2>/dev/null
 	say "hvc0 ready"
 	line=
 	# shellcheck disable=SC3045 # busybox ash has read -t
-	if read -r -t 120 line </dev/hvc0 && [ "$line" = "$token" ]; then
+	if read -r -t 120 line <&3 && [ "$line" = "$token" ]; then
 		echo "hvc0-echo: $line" >/dev/hvc0
 		check hvc0-echo ok "read the runner's token on hvc0 and wrote it back"
 	else
 		check hvc0-echo FAIL "expected the token on hvc0 within 120 s, read '$line'"
 	fi
+	exec 3>&-
 }
 
 # --- net: ping the host side of the tap.

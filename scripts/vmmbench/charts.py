@@ -20,7 +20,8 @@ def draw(doc, samples, outdir):
     plt = charts.pyplot("Agg", REPRODUCIBLE)
     note = (" (host emulates guest ring 0: includes that emulation)"
             if doc["host"]["kvm_kind"] == "nested-pagetable" else "")
-    host = f"{doc['host']['cpu_model']}; KVM: {doc['host']['kvm_summary']}"
+    h = doc["host"]
+    host = f"{h['cpu_model']}; KVM: {h.get('kvm_summary') or h['kvm_kind']}"
     irq_cdf(plt, doc["sections"]["irq_latency"], samples, note,
             os.path.join(outdir, "irq_latency_cdf.svg"), host)
     virtio_rates(plt, doc["sections"]["virtio"]["results"], note,

@@ -8,7 +8,8 @@ from . import proc, report
 from .context import ROOT
 
 SCHEMA = 1
-HOST_KEYS = ("cpu_model", "kernel", "cores", "kvm_kind", "kvm_description", "kvm_pvm_module",
+HOST_KEYS = ("cpu_model", "kernel", "cores", "kvm_kind", "kvm_summary", "kvm_description",
+             "emulated_host", "kvm_pvm_module",
              "cpu_virt_flags", "dev_kvm_usable")
 
 

@@ -62,9 +62,11 @@ class HostCpu:
     vendor: str = ""  # "AMD", "Intel" or "other", as the VMM read KVM's leaf 0
     tsc_khz: int = 0  # KVM_GET_TSC_KHZ: the rate the guest's TSC runs at
     hwcr_missing: str = ""  # why HWCR.TscFreqSel could not be set (KVM's limit)
+    emulated_host: str = ""  # the VMM's "host:" line when it ran on the emulated KVM host
 
 
 CPU_LINE = re.compile(r"vmm: info: cpu: (\w+), TSC (\d+) kHz")
+EMULATED_HOST = re.compile(r"vmm: info: host: (emulated \(QEMU .*\))$")
 HWCR_MISSING = re.compile(r"vmm: info: cpu: (KVM refused MSR HWCR.*|KVM does not list MSR_K7_HWCR.*)$")
 
 
@@ -75,6 +77,8 @@ def parse_host_cpu(text, e):
             h.vendor, h.tsc_khz = m.group(1), int(m.group(2)) or h.tsc_khz
         elif m := HWCR_MISSING.search(line):
             h.hwcr_missing = m.group(1)
+        elif m := EMULATED_HOST.search(line):
+            h.emulated_host = m.group(1)
     return h
 
 

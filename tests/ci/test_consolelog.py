@@ -472,6 +472,19 @@ class BrokenOnPurpose(unittest.TestCase):
         self.assertEqual(self.verdict("no-firmware-bug", console=bad).status, "fail")
         self.assertEqual(self.verdict("tsc", console=bad).status, "fail")
 
+    def test_tsc_warp_is_inherited_on_the_emulated_host_only(self):
+        warp = self.console + "[    2.0] tsc: Marking TSC unstable due to TSCs unsynchronized\n"
+        self.assertEqual(self.verdict("tsc", console=warp).status, "fail")
+        emulated = self.stderr + ("vmm: info: host: emulated (QEMU 7.2.22 TCG, nested SVM, kernel "
+                                  "6.12.118+deb12-amd64)\n")
+        got = self.verdict("tsc", console=warp, stderr=emulated)
+        self.assertEqual(got.status, "pass", got)
+        self.assertIn("host-inherited: tsc: Marking TSC unstable due to TSCs unsynchronized",
+                      got.info)
+        # Any other reason to give up on the TSC still fails there.
+        other = self.console + "[    2.0] tsc: Marking TSC unstable due to clocksource watchdog\n"
+        self.assertEqual(self.verdict("tsc", console=other, stderr=emulated).status, "fail")
+
     def test_tsc_judged_by_its_rate_not_its_source(self):
         # A PIT calibration that came out right passes, and says how it was got.
         pit = self.console + ("[    0.0] tsc: Fast TSC calibration using PIT\n"

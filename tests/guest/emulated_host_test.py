@@ -99,7 +99,8 @@ with tempfile.TemporaryDirectory() as run_dir:
         ended = False
     print(f"sigterm-boot: exit {proc.returncode} after {time.monotonic() - t0:.1f} s")
     check("sigterm-boot", ended, "ended within 30 s of SIGTERM")
-    subprocess.run([os.path.join(os.path.dirname(vmm), "..", "scripts", "vmm-host"), "stop"],
+    subprocess.run([os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                                "vmm-host"), "stop"],
                    env=env, capture_output=True)
 
 # The disk: virtiotest writes its pattern over sectors 16-23.
