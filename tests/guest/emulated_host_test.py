@@ -11,6 +11,10 @@ own. Each case says what it checks:
   sigterm-10    SIGTERM once the guest runs: the VMM's own stop, 10
   sigterm-boot  SIGTERM while a new pool's host is still booting: ends
                 within 30 s (the box is not left waiting on the host)
+  host-killed   the host's QEMU dies under a running command: exit 14 and
+                one line that says so (never a guest result)
+  netns         ./vmm in a network namespace of its own (unshare --net, as
+                root) reaches the host all the same: 67
   disk          a sector the guest writes (virtiotest, blk) is in the box's
                 image file afterwards, the rest unchanged
   no-qemu       VMM_HOST_QEMU names no program: one line, exit 14
@@ -18,8 +22,10 @@ own. Each case says what it checks:
                 cache, apt told to stay offline): one line, exit 14
   emulated_host_test.py VMM BUILD_DIR
 """
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +40,8 @@ skip_unless_guests_boot("this test starts the emulated host")
 ELF = os.path.join(build, "tests", "guest")
 HELLO = os.path.join(build, "guests", "hello.bzImage")
 VIRTIOTEST = os.path.join(build, "guests", "virtiotest.bzImage")
+VMM_HOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                        "vmm-host")
 fails = []
 
 
@@ -99,9 +107,35 @@ with tempfile.TemporaryDirectory() as run_dir:
         ended = False
     print(f"sigterm-boot: exit {proc.returncode} after {time.monotonic() - t0:.1f} s")
     check("sigterm-boot", ended, "ended within 30 s of SIGTERM")
-    subprocess.run([os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
-                                "vmm-host"), "stop"],
-                   env=env, capture_output=True)
+    subprocess.run([VMM_HOST, "stop"], env=env, capture_output=True)
+
+# The host dies under a running command (a pool of its own).
+with tempfile.TemporaryDirectory() as run_dir:
+    env = dict(os.environ, VMM_HOST_RUN=run_dir, VMM_HOST_IDLE="5")
+    proc = subprocess.Popen([vmm, "--host", "emulated", "--kernel",
+                             os.path.join(ELF, "echo_status.elf"), "--timeout", "120"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline().decode(errors="replace")  # the guest runs
+    st = json.loads(subprocess.run([VMM_HOST, "status"], env=env, capture_output=True,
+                                   text=True).stdout or "{}")
+    for h in st.get("hosts", []):
+        os.kill(h["qemu_pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    print(f"host-killed: first line {first!r}, exit {proc.returncode}, stderr {err[-300:]!r}")
+    lines = [x for x in err.decode(errors="replace").splitlines() if "emulated KVM host failed" in x]
+    check("host-killed", first.startswith("echo guest: ready") and st.get("hosts"),
+          "a host ran the guest")
+    check("host-killed", proc.returncode == 14, f"exit {proc.returncode}, expected 14")
+    check("host-killed", len(lines) == 1 and "QEMU exited" in lines[0], "one line: QEMU exited")
+    subprocess.run([VMM_HOST, "stop"], env=env, capture_output=True)
+
+if os.geteuid() == 0 and shutil.which("unshare"):
+    p = subprocess.run(["unshare", "--net", vmm, "--host", "emulated", "--kernel",
+                        os.path.join(ELF, "debug_exit.elf")], capture_output=True, text=True,
+                       timeout=300)
+    check("netns", p.returncode == 67, f"exit {p.returncode}, expected 67: {p.stderr[-200:]}")
+else:
+    print("(netns: not root or no unshare(1): not run)")
 
 # The disk: virtiotest writes its pattern over sectors 16-23.
 with tempfile.TemporaryDirectory() as tmp:

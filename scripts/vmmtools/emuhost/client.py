@@ -45,14 +45,14 @@ def _connect():
     return s
 
 
-def pool_request(op):
+def pool_request(op, **fields):
     """One request to a running daemon, or None when none runs."""
     s = _connect()
     if s is None:
         return None
     with s:
-        s.sendall((json.dumps({"op": op}) + "\n").encode())
-        line = s.makefile("rb").readline()
+        s.sendall((json.dumps(dict(fields, op=op)) + "\n").encode())
+        line = pool.read_line(s)
     return json.loads(line) if line else None
 
 
@@ -64,7 +64,8 @@ def _start_daemon():
 
 
 def lease():
-    """(socket held for the lease, reply) from the daemon, started if need be."""
+    """(the lease's socket, the daemon's reply) from the daemon, started if
+    need be; after the reply the socket is a stream to the host's agent."""
     if not qemu.qemu_binary():
         raise HostFailure(f"{os.environ.get('VMM_HOST_QEMU') or qemu.QEMU} is not installed "
                           f"(Debian package qemu-system-x86), so there is no emulated KVM "
@@ -86,21 +87,20 @@ def lease():
             raise HostFailure(f"the emulated-host pool did not start (see "
                               f"{pool.run_dir()}/pool.log)")
     s.sendall(b'{"op": "lease"}\n')
-    f = s.makefile("rb")
-    line = f.readline()
+    line = pool.read_line(s)
     if not line:
         raise HostFailure(f"the emulated-host pool closed the lease (see "
                           f"{pool.run_dir()}/pool.log)")
     reply = json.loads(line)
     if not reply.get("ok"):
         raise HostFailure(reply.get("error", "the emulated host is not available"))
-    return s, f, reply
+    return s, reply
 
 
 def run(argv, why=None, env=None):
     """Runs argv on an emulated host; exits this process like it."""
     try:
-        s, f, reply = lease()
+        s, reply = lease()
     except HostFailure as e:
         print(f"vmm: {why + ', and the' if why else 'the'} emulated KVM host cannot run: {e}",
               file=sys.stderr, flush=True)
@@ -113,14 +113,10 @@ def run(argv, why=None, env=None):
               f"guests run several times slower than on hardware KVM (--host kvm: never)",
               file=sys.stderr, flush=True)
     try:
-        status = relay.run(reply["port"], reply["token"], argv, env=env)
+        status = relay.run(s, reply["token"], argv, env=env)
     except (relay.HostLost, OSError) as e:
-        s.settimeout(2)
-        try:
-            dead = json.loads(f.readline() or b"{}").get("dead")
-        except (OSError, ValueError):
-            dead = None
-        print(f"vmm: emulated KVM host: {dead or e}", file=sys.stderr, flush=True)
+        # The daemon kills a dead host before its relays end: it knows why.
+        dead = (pool_request("why", host=info.get("n")) or {}).get("why")
+        print(f"vmm: the emulated KVM host failed: {dead or e}", file=sys.stderr, flush=True)
         sys.exit(EXIT_EMULATED_HOST)
-    s.close()
     relay.exit_like(status)

@@ -2,9 +2,13 @@
 demand (at most one per box CPU), lends them to commands and watches them.
 
 It listens on CACHE/run/pool.sock (one JSON line per request):
-  {"op": "lease"}   -> {"ok": true, "port": P, "token": T, "host": {...}} once a
-                       host is up; the lease lasts as long as the connection.
-                       If that host dies, {"dead": WHY} comes on it first.
+  {"op": "lease"}   -> {"ok": true, "token": T, "host": {...}} once a host is
+                       up; from then on the connection is a stream to that
+                       host's agent (the daemon relays it to the TCP port QEMU
+                       forwards on this box's loopback, so a command in a
+                       network namespace of its own reaches it too), and the
+                       lease lasts as long as the connection.
+  {"op": "why", "host": N} -> {"why": WHY}: why host N died (None if it lives)
   {"op": "status"}  -> {"hosts": [...], "idle_s": N}
   {"op": "stop"}    -> the hosts are stopped and the daemon exits.
 It exits by itself when no lease was held for VMM_HOST_IDLE seconds
@@ -136,6 +140,7 @@ class Pool:
     def __init__(self):
         self.cv = threading.Condition()
         self.hosts = []
+        self.dead = {}  # host number -> why it died
         self.count = 0
         self.idle_since = time.monotonic()
         self.stopping = False
@@ -146,8 +151,8 @@ class Pool:
         """Under cv: the host is dead; its leases are told why."""
         if host.state == "dead":
             return
-        was_ready = host.state == "ready"  # else its leases wait for a reply
         host.state, host.why = "dead", why
+        self.dead[host.n] = why
         print(f"vmm-host: host {host.n} dead: {why}", file=sys.stderr, flush=True)
         for p in [host.proc, host.vfsd]:
             try:
@@ -155,12 +160,8 @@ class Pool:
                     os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for conn in host.leases if was_ready else []:
-            try:
-                conn.sendall((json.dumps({"dead": why}) + "\n").encode())
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        # Its agent connections drop with QEMU: the relays end, and each
+        # command's client asks "why".
         if host in self.hosts:
             self.hosts.remove(host)
         self.cv.notify_all()
@@ -188,6 +189,10 @@ class Pool:
                     host.leases.remove(conn)
                 return {"ok": False, "error": f"the emulated host did not start: {host.why}"}
             return {"ok": True, "port": host.port, "token": host.token, "host": host.info}
+
+    def why(self, n):
+        with self.cv:
+            return self.dead.get(n)
 
     def release(self, conn):
         with self.cv:
@@ -218,17 +223,64 @@ class Pool:
     def status(self):
         with self.cv:
             return {"hosts": [dict(h.info, state=h.state, leases=len(h.leases),
-                                   port=h.port) for h in self.hosts],
+                                   port=h.port, qemu_pid=h.proc.pid) for h in self.hosts],
                     "pool_size": pool_size(),
                     "idle_s": round(time.monotonic() - self.idle_since, 1)}
 
 
+def read_line(sock, limit=65536):
+    """One line, read a byte at a time: nothing after it is consumed (the
+    stream that may follow is not this reader's)."""
+    line = bytearray()
+    while len(line) < limit:
+        b = sock.recv(1)
+        if not b:
+            break
+        line += b
+        if b == b"\n":
+            break
+    return bytes(line)
+
+
+def _pump(src, dst):
+    """Bytes from src to dst until either end closes; then both directions
+    of both end (each direction has its own thread: neither waits on the
+    other)."""
+    try:
+        while True:
+            data = src.recv(1 << 16)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def relay(conn, port):
+    """The lease's stream: conn to the agent at 127.0.0.1:port and back."""
+    try:
+        tcp = socket.create_connection(("127.0.0.1", port), timeout=30)
+    except OSError:
+        return
+    tcp.settimeout(None)
+    tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with tcp:
+        back = threading.Thread(target=_pump, args=(tcp, conn), daemon=True)
+        back.start()
+        _pump(conn, tcp)
+        back.join()
+
+
 def _serve_conn(pool, conn):
     with conn:
-        f = conn.makefile("rb")
         try:
-            req = json.loads(f.readline() or b"{}")
-        except ValueError:
+            req = json.loads(read_line(conn) or b"{}")
+        except (ValueError, OSError):
             req = {}
         op = req.get("op")
         if op == "lease":
@@ -236,10 +288,12 @@ def _serve_conn(pool, conn):
             try:
                 conn.sendall((json.dumps(reply) + "\n").encode())
                 if reply["ok"]:
-                    f.read()  # held until the client closes
+                    relay(conn, reply["port"])  # held until either end closes
             except OSError:
                 pass
             pool.release(conn)
+        elif op == "why":
+            conn.sendall((json.dumps({"why": pool.why(req.get("host"))}) + "\n").encode())
         elif op == "status":
             conn.sendall((json.dumps(pool.status()) + "\n").encode())
         elif op == "stop":

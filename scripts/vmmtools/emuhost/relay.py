@@ -5,7 +5,6 @@ import errno
 import os
 import select
 import signal
-import socket
 import struct
 import sys
 import termios
@@ -66,9 +65,10 @@ def _write_all(fd, data):
     return True
 
 
-def run(port, token, argv, cwd=None, env=None):
-    """Runs argv on the host at 127.0.0.1:port; returns its wait status
-    (os.waitstatus_to_exitcode's input), or raises HostLost / OSError."""
+def run(sock, token, argv, cwd=None, env=None):
+    """Runs argv through sock, a stream to a host's agent (closed here);
+    returns its wait status (os.waitstatus_to_exitcode's input), or raises
+    HostLost / OSError."""
     cwd = cwd or os.getcwd()
     env = dict(os.environ if env is None else env)
     flags = (FLAG_TTY_IN if os.isatty(0) else 0) | (FLAG_TTY_OUT if os.isatty(1) else 0) | \
@@ -79,8 +79,6 @@ def run(port, token, argv, cwd=None, env=None):
             cols, rows = os.get_terminal_size(0 if flags & FLAG_TTY_IN else 1)
         except OSError:
             pass
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.sendall(hello(token, argv, cwd, env, flags, rows, cols))
     # Signals arrive through a pipe, so the loop below sees each once.
     rsig, wsig = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
