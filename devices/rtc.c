@@ -73,23 +73,36 @@ static void rtc_guest_tm(struct rtc *r, struct tm *tm)
 		*tm = r->frozen; /* no update cycle while SET = 1 */
 		return;
 	}
-	/* The offset is bounded (years 0..9999, rtc_field_value), so the sum
-	 * cannot overflow; a host clock gmtime_r cannot express reads as the
-	 * epoch rather than as whatever the stack held. */
-	time_t t = r->now(r->now_ctx) + (time_t)r->offset_s;
+	/* A host clock (or a clock plus the guest's offset) that time_t or
+	 * gmtime_r cannot express reads as the epoch rather than as whatever
+	 * the stack held. */
+	int64_t sum;
+	time_t t = 0;
+	if (!__builtin_add_overflow((int64_t)r->now(r->now_ctx), r->offset_s, &sum))
+		t = (time_t)sum;
 	if (!gmtime_r(&t, tm)) {
 		time_t zero = 0;
 		gmtime_r(&zero, tm);
 	}
 }
 
+/* The guest's time becomes tm: the offset from the host clock. Against a
+ * host clock far from any time a guest can set (found by fuzz_isa: now =
+ * -2^63 + 1), the offset is left as it was. */
+static void rtc_set_time(struct rtc *r, struct tm *tm)
+{
+	time_t target = timegm(tm);
+	int64_t off;
+	if (target != (time_t)-1 &&
+	    !__builtin_sub_overflow((int64_t)target, (int64_t)r->now(r->now_ctx), &off))
+		r->offset_s = off;
+}
+
 /* The frozen time becomes the clock's time (SET 1 -> 0). */
 static void rtc_commit_time(struct rtc *r)
 {
 	struct tm tm = r->frozen;
-	time_t target = timegm(&tm);
-	if (target != (time_t)-1)
-		r->offset_s = (int64_t)target - (int64_t)r->now(r->now_ctx);
+	rtc_set_time(r, &tm);
 }
 
 static uint8_t rtc_hour_reg(const struct rtc *r, int hour)
@@ -185,9 +198,7 @@ static void rtc_set_time_field(struct rtc *r, uint8_t reg, uint8_t v)
 		r->frozen = tm;
 		return;
 	}
-	time_t target = timegm(&tm);
-	if (target != (time_t)-1)
-		r->offset_s = (int64_t)target - (int64_t)r->now(r->now_ctx);
+	rtc_set_time(r, &tm);
 }
 
 static void rtc_reg_write(struct rtc *r, uint8_t reg, uint8_t v)

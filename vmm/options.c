@@ -581,10 +581,13 @@ void options_print_help(FILE *out, const char *argv0)
 		     "  2    bad input or usage (missing or invalid kernel, initrd, option)\n"
 		     "  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
 		     "  6    --timeout expired\n"
-		     "  8    host problem (no /dev/kvm, missing KVM capability, host I/O error)\n"
+		     "  8    host problem (no /dev/kvm with --host kvm, missing KVM capability,\n"
+		     "       host I/O error)\n"
 		     "  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n"
 		     "  12   the VMM made a system call its seccomp filter forbids (named on\n"
-		     "       stderr): a VMM bug or an attack\n");
+		     "       stderr): a VMM bug or an attack\n"
+		     "  14   the emulated KVM host failed (no QEMU, no kernel package, the host\n"
+		     "       stuck or gone; named on stderr)\n");
 }
 
 char *options_kernel_cmdline(const struct vm_options *o)

@@ -260,6 +260,27 @@ START_TEST(test_unrepresentable_host_clock_reads_epoch)
 }
 END_TEST
 
+/* A guest setting the time against a host clock near -2^63 (fuzz_isa's
+ * find): no overflow (UBSan in the sanitizer suite), the offset stays. */
+START_TEST(test_setting_time_against_extreme_host_clock_keeps_offset)
+{
+	fake_time = (time_t)(INT64_MIN + 1);
+	wr(YEAR, 0x99); /* 1999 - (-2^63 + 1) overflows: the write is dropped */
+	ck_assert_int_eq(rtc.offset_s, 0);
+	ck_assert_uint_eq(rd(YEAR), 0x70); /* the clock itself: unrepresentable */
+	wr(REG_B, rd(REG_B) | 0x80);	   /* SET */
+	wr(YEAR, 0x42);			   /* 1942 fits */
+	wr(REG_B, rd(REG_B) & ~0x80);	   /* commit */
+	ck_assert_uint_eq(rd(YEAR), 0x42);
+	int64_t kept = rtc.offset_s;
+	wr(REG_B, rd(REG_B) | 0x80);
+	wr(YEAR, 0x99); /* overflows again, at the commit this time */
+	wr(REG_B, rd(REG_B) & ~0x80);
+	ck_assert_int_eq(rtc.offset_s, kept);
+	ck_assert_uint_eq(rd(YEAR), 0x42);
+}
+END_TEST
+
 START_TEST(test_cmos_ram_bytes_read_back)
 {
 	/* 0x0E-0x7F is RAM; 0x32 is the PC century byte, tested above. */
@@ -333,6 +354,7 @@ static Suite *rtc_suite(void)
 	tcase_add_test(t, test_time_follows_host_clock);
 	tcase_add_test(t, test_writing_minutes_moves_clock);
 	tcase_add_test(t, test_writing_year_and_hour_moves_clock);
+	tcase_add_test(t, test_setting_time_against_extreme_host_clock_keeps_offset);
 	tcase_add_test(t, test_writing_hour_in_12_hour_mode_uses_pm_bit);
 	tcase_add_test(t, test_writing_time_in_binary_mode);
 	tcase_add_test(t, test_set_time_sequence_through_invalid_intermediate_date);
