@@ -99,9 +99,16 @@ def failures(cells):
 
 
 def host_inherited(cells):
-    """One line per condition a cell inherits from the host (check info)."""
-    return [f"{c['id']}: {x['name']}: {x['info']}"
-            for c in cells for x in c["checks"] if x.get("info")]
+    """One line per condition cells inherit from the host (check info): the
+    cells that share one condition word for word on one line, first seen
+    first ("CELL: CHECK: INFO", or "N cells (FIRST ... LAST): CHECK: INFO")."""
+    by = {}
+    for c in cells:
+        for x in c["checks"]:
+            if x.get("info"):
+                by.setdefault((x["name"], x["info"]), []).append(c["id"])
+    return [f"{ids[0] if len(ids) == 1 else f'{len(ids)} cells ({ids[0]} ... {ids[-1]})'}: "
+            f"{name}: {info}" for (name, info), ids in by.items()]
 
 
 def natural(text):

@@ -150,6 +150,12 @@ class HostNamed(unittest.TestCase):
             "nested page-table based KVM (kvm_pvm): guest ring 0 is emulated"), report.IO_NOTE)
         self.assertEqual(report.host_note("hardware-assisted KVM"), "")
 
+    def test_one_inherited_condition_of_many_cells_is_one_line(self):
+        cells = [{"id": f"k.c2.r{i}", "checks": [{"name": "tsc", "info": "host-inherited: x"}]}
+                 for i in (1, 2, 3)] + [{"id": "k.c1.r1", "checks": [{"name": "tsc"}]}]
+        self.assertEqual(report.host_inherited(cells),
+                         ["3 cells (k.c2.r1 ... k.c2.r3): tsc: host-inherited: x"])
+
 
 class UserCommands(unittest.TestCase):
     """The user's commands: status from the VMM's status-port lines only."""
