@@ -107,6 +107,9 @@ class Host:
         with open(self.errlog, "wb") as err:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=err, start_new_session=True)
+        # For the next daemon, should this one die without stopping its hosts.
+        with open(os.path.join(run_dir(), f"host{n}.pids"), "w") as f:
+            f.write(" ".join(str(p.pid) for p in (self.proc, self.vfsd) if p) + "\n")
         threading.Thread(target=self._read_console, daemon=True).start()
 
     def _read_console(self):
@@ -311,6 +314,7 @@ def serve():
         fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # another daemon serves this cache
+    reap_orphans(rd)
     path = socket_path()
     try:
         os.unlink(path)
@@ -330,6 +334,29 @@ def serve():
     except FileNotFoundError:
         pass
     return 0
+
+
+def reap_orphans(rd):
+    """The hosts of a daemon that died without stopping them (their pids in
+    RUN/host*.pids, still QEMU or virtiofsd): killed, since no one can lease
+    them any more."""
+    for name in os.listdir(rd):
+        if not (name.startswith("host") and name.endswith(".pids")):
+            continue
+        with open(os.path.join(rd, name)) as f:
+            pids = [int(x) for x in f.read().split() if x.isdigit()]
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().split(b"\0")[0]
+            except OSError:
+                continue
+            if os.path.basename(cmd) in (os.path.basename(qemu.QEMU).encode(), b"virtiofsd"):
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        os.unlink(os.path.join(rd, name))
 
 
 def pool_stop(pool):
