@@ -73,8 +73,12 @@ def main():
     cmd = [os.path.join(root, "scripts", "vmm-bench"), "--quick", "--no-build",
            "--build-dir", build, "--out", out]
     print("running: " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, timeout=600)
-    if not check(r.returncode == 0, f"vmm-bench exited {r.returncode}"):
+    r = subprocess.run(cmd, timeout=600, stderr=subprocess.PIPE, text=True, errors="replace")
+    sys.stderr.write(r.stderr)
+    # The lines that say why, where a long progress log would bury them.
+    said = [x for x in r.stderr.splitlines() if not re.match(r"\[\d+/\d+\] ", x)][-4:]
+    if not check(r.returncode == 0, f"vmm-bench exited {r.returncode}" +
+                 "".join(f"\n      {x}" for x in said)):
         return report(out)
 
     try:

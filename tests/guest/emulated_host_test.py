@@ -15,6 +15,8 @@ own. Each case says what it checks:
                 one line that says so (never a guest result)
   netns         ./vmm in a network namespace of its own (unshare --net, as
                 root) reaches the host all the same: 67
+  netns-daemon  a pool's daemon started from such a namespace serves that
+                command and the box's next one: 67 and 67
   disk          a sector the guest writes (virtiotest, blk) is in the box's
                 image file afterwards, the rest unchanged
   no-qemu       VMM_HOST_QEMU names no program: one line, exit 14
@@ -134,6 +136,17 @@ if os.geteuid() == 0 and shutil.which("unshare"):
                         os.path.join(ELF, "debug_exit.elf")], capture_output=True, text=True,
                        timeout=300)
     check("netns", p.returncode == 67, f"exit {p.returncode}, expected 67: {p.stderr[-200:]}")
+    # A pool whose daemon a command in a namespace of its own started (its
+    # loopback down) serves that command and the box's next ones.
+    with tempfile.TemporaryDirectory() as run_dir:
+        env = dict(os.environ, VMM_HOST_RUN=run_dir, VMM_HOST_IDLE="5")
+        for where, pre in (("in the namespace", ["unshare", "--net"]), ("on the box", [])):
+            p = subprocess.run(pre + [vmm, "--host", "emulated", "--kernel",
+                                      os.path.join(ELF, "debug_exit.elf")],
+                               capture_output=True, text=True, timeout=300, env=env)
+            check("netns-daemon", p.returncode == 67,
+                  f"{where}: exit {p.returncode}, expected 67: {p.stderr[-200:]}")
+        subprocess.run([VMM_HOST, "stop"], env=env, capture_output=True)
 else:
     print("(netns: not root or no unshare(1): not run)")
 

@@ -50,10 +50,13 @@ def pool_request(op, **fields):
     s = _connect()
     if s is None:
         return None
-    with s:
-        s.sendall((json.dumps(dict(fields, op=op)) + "\n").encode())
-        line = pool.read_line(s)
-    return json.loads(line) if line else None
+    try:
+        with s:
+            s.sendall((json.dumps(dict(fields, op=op)) + "\n").encode())
+            line = pool.read_line(s)
+        return json.loads(line) if line else None
+    except (OSError, ValueError):
+        return None  # the daemon went away mid-answer: as if none ran
 
 
 def _start_daemon():
@@ -86,12 +89,16 @@ def lease():
         if s is None:
             raise HostFailure(f"the emulated-host pool did not start (see "
                               f"{pool.run_dir()}/pool.log)")
-    s.sendall(b'{"op": "lease"}\n')
-    line = pool.read_line(s)
-    if not line:
+    try:
+        s.sendall(b'{"op": "lease"}\n')
+        line = pool.read_line(s)
+        reply = json.loads(line) if line else None
+    except (OSError, ValueError):
+        reply = None
+    if not isinstance(reply, dict):
+        s.close()
         raise HostFailure(f"the emulated-host pool closed the lease (see "
                           f"{pool.run_dir()}/pool.log)")
-    reply = json.loads(line)
     if not reply.get("ok"):
         raise HostFailure(reply.get("error", "the emulated host is not available"))
     return s, reply
@@ -114,7 +121,7 @@ def run(argv, why=None, env=None):
               file=sys.stderr, flush=True)
     try:
         status = relay.run(s, reply["token"], argv, env=env)
-    except (relay.HostLost, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - HostLost, OSError or a bug: never a guest result
         # The daemon kills a dead host before its relays end: it knows why.
         dead = (pool_request("why", host=info.get("n")) or {}).get("why")
         print(f"vmm: the emulated KVM host failed: {dead or e}", file=sys.stderr, flush=True)

@@ -17,8 +17,11 @@ It exits by itself when no lease was held for VMM_HOST_IDLE seconds
 The watchdog: a host's agent prints "emuhost: alive N" every 2 s on the
 host's console. A host that says nothing for VMM_HOST_WATCHDOG seconds
 (default 60, 30x the beat: a frozen host's own timers stop, so nothing
-inside it can tell), prints a soft-lockup or panic line, does not come up
-within 180 s, or whose QEMU exits, is killed and named dead.
+inside it can tell), does not come up
+within 180 s, or whose QEMU exits, is killed and named dead; so is one
+whose kernel panics or oopses. A soft-lockup, RCU-stall or hung-task line
+alone is not fatal (TCG on a busy box starves the host's CPU for a while):
+it is logged and named if the host later dies.
 """
 import collections
 import fcntl
@@ -27,6 +30,7 @@ import os
 import secrets
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -35,8 +39,14 @@ import time
 from . import image, qemu
 
 BEAT = "emuhost: alive"
-BAD_LINES = ("soft lockup", "Kernel panic", "BUG: ", "hung_task", "rcu_sched self-detected",
-             "rcu: INFO")
+# A host that prints one of these is done for (its kernel is broken).
+FATAL_LINES = ("Kernel panic", "Oops:", "BUG: unable to handle", "BUG: kernel NULL pointer",
+               "general protection fault")
+# These say only that the host's CPU was starved for a while, which a busy
+# box does to TCG; they are kept (and named if the host later dies), and a
+# host that is really stuck stops its heartbeat and is caught by that.
+SLOW_LINES = ("soft lockup", "hung_task", "blocked for more than", "rcu: INFO",
+              "self-detected stall")
 STARTUP_S = 180
 
 
@@ -81,6 +91,7 @@ class Host:
         self.leases = []  # the lease connections
         self.started = self.last_beat = time.monotonic()
         self.tail = collections.deque(maxlen=40)
+        self.slow_line = None  # the last SLOW_LINES line its kernel printed
         self.info = {"kind": "emulated", "qemu": qemu.qemu_version(binary), "kernel": release,
                      "cpus": 1, "tcg_thread": os.environ.get("VMM_HOST_TCG_THREAD", "multi"),
                      "memory_mib": qemu.memory_mib(), "n": n}
@@ -125,8 +136,12 @@ class Host:
                     self.pool.cv.notify_all()
                 elif "emuhost: FAILED" in line:
                     self.pool.kill(self, line.split("emuhost: ", 1)[1])
-                elif any(b in line for b in BAD_LINES):
+                elif any(b in line for b in FATAL_LINES):
                     self.pool.kill(self, f"its kernel said: {line.strip()}")
+                elif any(b in line for b in SLOW_LINES):
+                    self.slow_line = line.strip()
+                    print(f"vmm-host: host {self.n} (kept): {self.slow_line}", file=sys.stderr,
+                          flush=True)
         self.proc.wait()
         with self.pool.cv:
             if self.state != "dead":
@@ -154,6 +169,8 @@ class Pool:
         """Under cv: the host is dead; its leases are told why."""
         if host.state == "dead":
             return
+        if host.slow_line and host.slow_line not in why:
+            why += f" (earlier its kernel said: {host.slow_line})"
         host.state, host.why = "dead", why
         self.dead[host.n] = why
         print(f"vmm-host: host {host.n} dead: {why}", file=sys.stderr, flush=True)
@@ -168,6 +185,12 @@ class Pool:
         if host in self.hosts:
             self.hosts.remove(host)
         self.cv.notify_all()
+
+    def kill_by_number(self, n, why):
+        with self.cv:
+            for h in self.hosts:
+                if h.n == n:
+                    self.kill(h, why)
 
     def _pick(self):
         """Under cv: the host a new lease goes to (started if need be)."""
@@ -193,8 +216,14 @@ class Pool:
                 return {"ok": False, "error": f"the emulated host did not start: {host.why}"}
             return {"ok": True, "port": host.port, "token": host.token, "host": host.info}
 
-    def why(self, n):
+    def why(self, n, wait=5.0):
+        """Why host n died. Asked when a command's stream broke, which can be
+        a moment before the console reader sees QEMU gone: a live host gets
+        a few seconds to be found dead before the answer is None."""
+        deadline = time.monotonic() + wait
         with self.cv:
+            while n not in self.dead and time.monotonic() < deadline:
+                self.cv.wait(0.1)
             return self.dead.get(n)
 
     def release(self, conn):
@@ -265,11 +294,12 @@ def _pump(src, dst):
 
 
 def relay(conn, port):
-    """The lease's stream: conn to the agent at 127.0.0.1:port and back."""
+    """The lease's stream: conn to the agent at 127.0.0.1:port and back.
+    Returns why the agent could not be reached, or None."""
     try:
         tcp = socket.create_connection(("127.0.0.1", port), timeout=30)
-    except OSError:
-        return
+    except OSError as e:
+        return f"the pool cannot reach the host's agent on 127.0.0.1:{port}: {e.strerror or e}"
     tcp.settimeout(None)
     tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     with tcp:
@@ -277,6 +307,7 @@ def relay(conn, port):
         back.start()
         _pump(conn, tcp)
         back.join()
+    return None
 
 
 def _serve_conn(pool, conn):
@@ -291,7 +322,9 @@ def _serve_conn(pool, conn):
             try:
                 conn.sendall((json.dumps(reply) + "\n").encode())
                 if reply["ok"]:
-                    relay(conn, reply["port"])  # held until either end closes
+                    unreachable = relay(conn, reply["port"])  # held until either end closes
+                    if unreachable:
+                        pool.kill_by_number(reply["host"]["n"], unreachable)
             except OSError:
                 pass
             pool.release(conn)
@@ -315,6 +348,7 @@ def serve():
     except BlockingIOError:
         return 0  # another daemon serves this cache
     reap_orphans(rd)
+    loopback_up()
     path = socket_path()
     try:
         os.unlink(path)
@@ -334,6 +368,26 @@ def serve():
     except FileNotFoundError:
         pass
     return 0
+
+
+def loopback_up():
+    """The hosts' agents are reached on this namespace's 127.0.0.1 (QEMU's
+    port forward). A daemon started by a command in a network namespace of
+    its own (unshare --net: loopback down) lives on in it and serves every
+    later command from there, so its loopback must be up (netdevice(7):
+    SIOCGIFFLAGS, SIOCSIFFLAGS). Best effort: without the right to, the
+    relay says why it cannot connect."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            req = struct.pack("16sh14x", b"lo", 0)
+            flags = struct.unpack("16sh14x", fcntl.ioctl(s, siocgifflags, req))[1]
+            if not flags & iff_up:
+                fcntl.ioctl(s, siocsifflags, struct.pack("16sh14x", b"lo", flags | iff_up))
+                print("vmm-host: brought up loopback in this network namespace",
+                      file=sys.stderr, flush=True)
+    except OSError as e:
+        print(f"vmm-host: cannot bring up loopback: {e}", file=sys.stderr, flush=True)
 
 
 def reap_orphans(rd):
