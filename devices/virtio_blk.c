@@ -216,17 +216,22 @@ static enum blk_start_result blk_start(struct virtio_blk_queue *bq, const struct
 	return BLK_STARTED;
 }
 
-/* Queue qi locked: every request the driver made available goes to the
- * kernel in one submit (more only if the SQ ring fills up). */
+/* Queue qi locked: the requests the driver made available, one pass's
+ * budget of them, go to the kernel in one submit (more only if the SQ
+ * ring fills up). The budget counts requests completed at once too (GET_ID,
+ * unsupported, out of range, read-only): their slots free at once, so a
+ * driver that keeps posting them would otherwise hold the pass forever. */
 static void blk_notify(struct virtio_dev *d, unsigned qi)
 {
 	struct virtio_blk *b = d->priv;
 	struct virtio_blk_queue *bq = &b->queues[qi];
 	struct virtq *q = &d->vqs[qi];
-	int ret;
+	struct virtio_budget budget = virtio_budget_pass();
+	int ret = 0;
 	bool malformed = false;
 	uint16_t used_before = q->used_idx;
-	while ((ret = virtq_pop(q, bq->elem)) == 1) {
+	while (virtio_budget_left(&budget) && (ret = virtq_pop(q, bq->elem)) == 1) {
+		virtio_budget_spend(&budget, bq->elem->in_len + bq->elem->out_len);
 		enum blk_start_result st = blk_start(bq, bq->elem);
 		if (st == BLK_MALFORMED) {
 			malformed = true;
@@ -246,6 +251,8 @@ static void blk_notify(struct virtio_dev *d, unsigned qi)
 	}
 	if (io_uring_sq_ready(&bq->ring))
 		io_uring_submit(&bq->ring);
+	if (ret == 1 && !malformed && virtq_has_avail(q))
+		virtio_queue_yield(d, qi); /* the budget ran out: the rest next pass */
 	if (malformed)
 		virtio_needs_reset(d, "malformed block request (no header or status byte, or a "
 				      "head already in flight)");

@@ -214,8 +214,10 @@ static void net_apply_pairs(struct virtio_net *n, unsigned pairs)
 }
 
 /* One control command (5.1.6.5): class, command and data are driver-
- * readable, the ack byte device-writable. Returns the ack. */
-static uint8_t net_ctrl_command(struct virtio_net *n, const struct virtq_elem *e)
+ * readable, the ack byte device-writable. Returns the ack; a valid
+ * VQ_PAIRS_SET leaves its count in *pairs, applied once the pass ends. */
+static uint8_t net_ctrl_command(struct virtio_net *n, const struct virtq_elem *e,
+				unsigned *pairs_wanted)
 {
 	uint8_t hdr[2];
 	if (iov_to_buf(e->out, e->nout, 0, hdr, sizeof(hdr)) != sizeof(hdr))
@@ -230,30 +232,41 @@ static uint8_t net_ctrl_command(struct virtio_net *n, const struct virtq_elem *e
 		unsigned pairs = (unsigned)le[0] | (unsigned)le[1] << 8;
 		if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > n->npairs)
 			return VIRTIO_NET_ERR;
-		net_apply_pairs(n, pairs);
-		atomic_store(&n->pairs_set, pairs);
+		*pairs_wanted = pairs;
 		return VIRTIO_NET_OK;
 	}
 	return VIRTIO_NET_ERR; /* a class or command not offered */
 }
 
-/* Control queue locked: each command answered in its ack byte. */
+/* Control queue locked: each command answered in its ack byte, one pass's
+ * budget of them. Only the last pair count of the pass is applied (its
+ * TUNSETQUEUE calls take RTNL), once, before the acks become visible. */
 static void net_ctrl(struct virtio_net *n, unsigned qi)
 {
 	struct virtq *q = &n->vdev.vqs[qi];
+	struct virtio_budget budget = virtio_budget_pass();
 	uint16_t used_before = q->used_idx;
-	int ret;
-	while ((ret = virtq_pop(q, n->ctrl_elem)) == 1) {
+	unsigned pairs = 0;
+	int ret = 0;
+	while (virtio_budget_left(&budget) && (ret = virtq_pop(q, n->ctrl_elem)) == 1) {
 		const struct virtq_elem *e = n->ctrl_elem;
+		virtio_budget_spend(&budget, e->in_len + e->out_len);
 		if (e->in_len < 1 || e->out_len < 2) {
 			virtio_needs_reset(&n->vdev, "control command without header or ack byte");
 			break;
 		}
-		uint8_t ack = net_ctrl_command(n, e);
+		uint8_t ack = net_ctrl_command(n, e, &pairs);
 		atomic_fetch_add(ack == VIRTIO_NET_OK ? &n->ctrl_ok : &n->ctrl_err, 1);
 		buf_to_iov(e->in, e->nin, 0, &ack, 1);
 		virtq_fill(q, e->head, 1);
 	}
+	if (pairs) {
+		net_apply_pairs(n, pairs);
+		atomic_fetch_add(&n->pairs_applied, 1);
+		atomic_store(&n->pairs_set, pairs);
+	}
+	if (ret == 1 && virtq_has_avail(q))
+		virtio_queue_yield(&n->vdev, qi);
 	virtio_queue_end_pass(&n->vdev, qi, ret, used_before);
 }
 

@@ -424,3 +424,56 @@ void rng_flood_forever(struct hdev *t)
 			printf("hostile: flood round %u\n", round);
 	}
 }
+
+/* hostile.flood=blk (issue 26): requests the disk completes at once
+ * (GET_ID: no I/O, the slot is free again at once) fed without pause. The
+ * device writes each used element as it serves it, but the used index only
+ * when its pass ends: the feeder marks each used slot before it lists the
+ * request and sees it written, so it keeps the ring full while one pass
+ * runs (head 0 listed again each time, a notify when the ring was seen
+ * drained). Before the pass budget reached virtio-blk one notify served
+ * such a feeder for as long as it kept up, and a disk served on the main
+ * loop held SIGTERM; tests/guest/hostile_test.py --flood blk measures the
+ * time to the end. */
+#define FEED_MARK 0xFEEDFEEDu
+void blk_feed_forever(struct hdev *t)
+{
+	struct virtq *vq = &t->vq;
+	*H.blk_hdr = (struct blk_hdr){VIRTIO_BLK_T_GET_ID, 0, 0};
+	raw_desc(vq, 0, (uint64_t)H.blk_hdr, sizeof(struct blk_hdr), N, 1);
+	raw_desc(vq, 1, (uint64_t)H.blk_data, 20, W | N, 2);
+	raw_desc(vq, 2, (uint64_t)H.blk_status, 1, W, 0);
+	printf("hostile: flooding %s\n", t->name);
+	volatile struct virtq_used_elem *slots = vq->used->ring;
+	uint16_t served = vq->avail_idx; /* the requests before this one are answered */
+	uint64_t answered = 0, next_round = 4096;
+	unsigned round = 0, idle = 0;
+	for (;;) {
+		while (served != vq->avail_idx && slots[served % vq->size].len != FEED_MARK) {
+			served++;
+			answered++;
+		}
+		if ((uint16_t)(vq->avail_idx - served) < vq->size) {
+			slots[vq->avail_idx % vq->size].len = FEED_MARK;
+			vq->avail->ring[vq->avail_idx % vq->size] = 0;
+			__asm__ volatile("mfence" ::: "memory");
+			vq->avail_idx++;
+			vq->avail->idx = vq->avail_idx;
+			idle = 0;
+		} else if (++idle == 1000) {
+			/* Full and nothing served for a while: the pass ended. */
+			__asm__ volatile("mfence" ::: "memory");
+			mmio_write16(vq->notify_addr, vq->index);
+			if (virtio_status(&t->vp) & VIRTIO_STATUS_NEEDS_RESET) {
+				printf("hostile: flood: NEEDS_RESET in round %u\n", round);
+				return;
+			}
+			idle = 0;
+		}
+		if (answered >= next_round) {
+			next_round += 4096;
+			if (++round % 16 == 0)
+				printf("hostile: flood round %u\n", round);
+		}
+	}
+}

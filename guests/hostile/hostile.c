@@ -23,8 +23,9 @@
  *
  * Keys: hostile.expect=msix|intx (default msix), hostile.sectors=N (the
  * disk's size), hostile.only=NAME (run one case), hostile.flood=1 (no cases:
- * flood the rng until the VMM is stopped). Any other hostile.* key
- * fails.
+ * flood the rng until the VMM is stopped), hostile.flood=blk (no cases:
+ * feed the disk requests it completes at once, until the VMM is stopped).
+ * Any other hostile.* key fails.
  */
 #include "hostile.h"
 
@@ -149,6 +150,7 @@ static void parse_cmdline(struct boot_params *bp)
 			   MIN_SECTORS))
 			H.sectors = n;
 	H.flood = cmdline_value(H.cmdline, "hostile.flood", &val, &len);
+	H.flood_blk = H.flood && len == 3 && !strncmp(val, "blk", 3);
 	if (cmdline_value(H.cmdline, "hostile.only", &val, &len)) {
 		H.only = val;
 		H.only_len = len;
@@ -346,7 +348,10 @@ static uint64_t user_main(void *arg)
 	}
 	info("interrupts: %s", H.expect_msix ? "MSI-X" : "INTx through the IOAPIC");
 	if (H.flood) {
-		rng_flood_forever(&H.dev[HD_RNG]);
+		if (H.flood_blk)
+			blk_feed_forever(&H.dev[HD_BLK]);
+		else
+			rng_flood_forever(&H.dev[HD_RNG]);
 		return 1;
 	}
 

@@ -48,6 +48,7 @@ enum { HD_BLK, HD_RNG, HD_TD, HD_COUNT };
 #define SECTOR		    512u
 #define VIRTIO_BLK_T_IN	    0
 #define VIRTIO_BLK_T_OUT    1
+#define VIRTIO_BLK_T_GET_ID 8
 #define VIRTIO_BLK_S_OK	    0
 #define VIRTIO_BLK_S_IOERR  1
 #define VIRTIO_BLK_S_UNSUPP 2
@@ -107,7 +108,8 @@ struct hostile {
 	const char *only; /* hostile.only=NAME: run just this case */
 	size_t only_len;
 	bool expect_msix;
-	bool flood;	  /* hostile.flood: flood the rng, no cases */
+	bool flood;	  /* hostile.flood: flood a device, no cases */
+	bool flood_blk;	  /* ... the disk (hostile.flood=blk), else the rng */
 	uint64_t sectors; /* the disk's size in sectors (hostile.sectors) */
 	uint64_t tsc_hz;
 	uint64_t ram_end; /* end of the highest e820 RAM entry */
@@ -208,6 +210,7 @@ void case_desc_writable_ring(struct hdev *t);
 void case_huge_length(struct hdev *t);
 void case_rng_flood(struct hdev *t);
 void rng_flood_forever(struct hdev *t);
+void blk_feed_forever(struct hdev *t);
 void case_desc_order(struct hdev *t);
 void case_blk_malformed(struct hdev *t);
 void case_avail_far_ahead(struct hdev *t);

@@ -456,6 +456,31 @@ START_TEST(test_blk_ro_offers_ro_and_refuses_writes)
 }
 END_TEST
 
+/* Issue 26: a request completed at once (GET_ID here; an unsupported
+ * type, a sector out of range or a write to a read-only disk alike) frees
+ * its slot at once, so a driver that keeps listing the same head kept one
+ * pass going (318,709 requests in one notify, no yield). The pass stops at
+ * its budget (each request charged its bytes, at most
+ * VIRTIO_REQUEST_BYTES_MAX) and yields; nothing is lost. */
+START_TEST(test_blk_sync_completions_pass_stops_at_its_budget_and_yields)
+{
+	const unsigned per_pass = VIRTIO_PASS_BYTES / VIRTIO_REQUEST_BYTES_MAX; /* 64 */
+	const struct vbuf d[] = {{BUF, 1u << 20, true}};
+	blk_req(0, T_GET_ID, 0, d, 1);
+	for (unsigned i = 1; i < 100; i++)
+		vrd_publish(&vr[0], 0);
+	blk.vdev.ops->queue_notify(&blk.vdev, 0);
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), per_pass);
+	ck_assert_uint_eq(ft.yields[0], 1);
+	ck_assert_uint_eq(ft.used[0], 1); /* one interrupt decision for the pass */
+	blk.vdev.ops->queue_notify(&blk.vdev, 0); /* what the yield brings back */
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 100);
+	ck_assert_uint_eq(ft.yields[0], 1);
+	ck_assert_uint_eq(ft.needs_reset, 0);
+	ck_assert_uint_eq(atomic_load(&blk.stats.get_ids), 100);
+}
+END_TEST
+
 /* Issue 17: O_DIRECT bounce buffers do not grow with what the guest asks:
  * 8 unaligned 1 MiB reads in one notify keep at most BLK_BOUNCE_QUEUE_MAX
  * in flight (the rest wait in the ring and go when memory comes back), all
@@ -682,6 +707,7 @@ static Suite *virtio_devices_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_blk_ro_offers_ro_and_refuses_writes);
 	tcase_add_test(t, test_blk_direct_bounce_memory_is_bounded);
+	tcase_add_test(t, test_blk_sync_completions_pass_stops_at_its_budget_and_yields);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("console");

@@ -521,6 +521,65 @@ START_TEST(test_net_ctrl_vq_pairs_set)
 }
 END_TEST
 
+/* Issue 26: each VQ_PAIRS_SET cost its TUNSETQUEUE calls (RTNL, a
+ * synchronise on detach): a feeder kept one pass busy for 5 s. Ten
+ * commands in one notify, alternating: each is acked OK, the last count is
+ * what holds, and it is applied once, when the pass ends. */
+START_TEST(test_net_ctrl_pairs_applied_once_per_pass)
+{
+	unsigned cq = virtio_net_ctrlq(&net);
+	struct vring_drv *r = &nring[cq];
+	for (unsigned i = 0; i < 10; i++) {
+		uint64_t at = CMDS + 0x100ULL * i;
+		ram.buf[at] = VIRTIO_NET_CTRL_MQ;
+		ram.buf[at + 1] = VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET;
+		ram.buf[at + 2] = (uint8_t)(i % 2 ? 2 : 1);
+		ram.buf[at + 3] = 0;
+		ram.buf[at + 0x80] = 0xEE;
+		struct vbuf b[3] = {{at, 2, false}, {at + 2, 2, false}, {at + 0x80, 1, true}};
+		vrd_chain(r, (uint16_t)(3 * i), b, 3);
+		vrd_publish(r, (uint16_t)(3 * i));
+	}
+	net.vdev.ops->queue_notify(&net.vdev, cq);
+	ck_assert_uint_eq(vrd_used_idx(r), 10);
+	for (unsigned i = 0; i < 10; i++)
+		ck_assert_uint_eq(ram.buf[CMDS + 0x100ULL * i + 0x80], VIRTIO_NET_OK);
+	ck_assert_uint_eq(atomic_load(&net.curr_pairs), 2);
+	ck_assert(tap_queue_attached(1));
+	ck_assert_uint_eq(atomic_load(&net.pairs_applied), 1);
+	ck_assert_uint_eq(atomic_load(&net.pairs_set), 2);
+}
+END_TEST
+
+/* Issue 26: the control queue's pass has the budget of the others: one
+ * notify with 100 commands of 1 MiB each (ERR: a wrong length) is served
+ * 64 at a time (each charged at most VIRTIO_REQUEST_BYTES_MAX), with a
+ * yield, and nothing is lost. The same head listed 100 times: a control
+ * command completes at once, so its descriptors are free again at once. */
+START_TEST(test_net_ctrl_pass_stops_at_its_budget_and_yields)
+{
+	const unsigned per_pass = VIRTIO_PASS_BYTES / VIRTIO_REQUEST_BYTES_MAX; /* 64 */
+	unsigned cq = virtio_net_ctrlq(&net);
+	struct vring_drv *r = &nring[cq];
+	vrd_layout(r, ram.buf, 256, 0x10000ULL + 0x10000ULL * cq);
+	fake_dev_queue(&net.vdev, cq, &ram.m, r);
+	ram.buf[CMDS] = VIRTIO_NET_CTRL_MQ;
+	ram.buf[CMDS + 1] = VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET;
+	struct vbuf b[3] = {{CMDS, 2, false}, {0x400000ULL, 1u << 20, false}, {CMDS + 0x80, 1, true}};
+	vrd_chain(r, 0, b, 3);
+	for (unsigned i = 0; i < 100; i++)
+		vrd_publish(r, 0);
+	net.vdev.ops->queue_notify(&net.vdev, cq);
+	ck_assert_uint_eq(vrd_used_idx(r), per_pass);
+	ck_assert_uint_eq(ft.yields[cq], 1);
+	net.vdev.ops->queue_notify(&net.vdev, cq); /* what the yield brings back */
+	ck_assert_uint_eq(vrd_used_idx(r), 100);
+	ck_assert_uint_eq(ft.yields[cq], 1);
+	ck_assert_uint_eq(atomic_load(&net.ctrl_err), 100);
+	ck_assert_uint_eq(ft.needs_reset, 0);
+}
+END_TEST
+
 START_TEST(test_net_ctrl_mq_needs_the_feature)
 {
 	ck_assert_uint_eq(pairs_set(2), VIRTIO_NET_ERR);
@@ -621,6 +680,8 @@ static Suite *mq_suite(void)
 	tcase_add_checked_fixture(t, setup_net2, teardown_net);
 	tcase_add_test(t, test_net_features_and_queue_counts);
 	tcase_add_test(t, test_net_ctrl_vq_pairs_set);
+	tcase_add_test(t, test_net_ctrl_pairs_applied_once_per_pass);
+	tcase_add_test(t, test_net_ctrl_pass_stops_at_its_budget_and_yields);
 	tcase_add_test(t, test_net_ctrl_without_ack_needs_reset);
 	tcase_add_test(t, test_net_second_pair_transmits);
 	tcase_add_test(t, test_net_existing_single_queue_tap_refused);
