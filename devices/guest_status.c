@@ -27,10 +27,18 @@ void guest_status_write(void *opaque, uint64_t offset, const void *data, unsigne
 	case GUEST_STATUS_INDEX: g->index = v; return;
 	case GUEST_STATUS_REPORT:
 		g->reports++;
-		if (g->log)
+		/* The guest decides how often it writes: the first
+		 * GUEST_STATUS_LOG_MAX reports are logged, then one line says the
+		 * rest are only counted (a flood once made 100,003 lines). */
+		if (g->log && g->reports <= GUEST_STATUS_LOG_MAX)
 			log_info(
 			    g->log, "guest status: command %u ended with status %u%s", g->index, v,
 			    (g->flags & GUEST_STATUS_TIMEOUT) ? " (stopped by its timeout)" : "");
+		else if (g->log && g->reports == GUEST_STATUS_LOG_MAX + 1)
+			log_warn(g->log,
+				 "guest status: more than %u reports: the rest are counted, not "
+				 "logged",
+				 GUEST_STATUS_LOG_MAX);
 		g->flags = 0;
 		return;
 	default: return;

@@ -17,3 +17,16 @@ int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value)
 	}
 	return EXIT_GUEST_CRASH;
 }
+
+const char *stop_kind_for(enum machine_stop_reason reason)
+{
+	switch (reason) {
+	case MACHINE_STOP_GUEST_RESET: return "reset";
+	case MACHINE_STOP_GUEST_PANIC: return STOP_KIND_PANIC;
+	case MACHINE_STOP_GUEST_EXIT_VALUE: return "debug-exit";
+	case MACHINE_STOP_GUEST_STATUS: return "guest-status";
+	case MACHINE_STOP_GUEST_CRASH: return "crash";
+	case MACHINE_STOP_HOST_FAILURE: return STOP_KIND_HOST;
+	}
+	return "crash";
+}

@@ -29,5 +29,13 @@ int exit_code_for_err(const struct err *e);
  * status-port byte -> itself (the guest command's status, which may be
  * any of the codes above: -v says which it was). */
 int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value);
+/* Who ended the VM, as the stop line names it ("stop: KIND"): the kind
+ * comes from the reason, never from the exit code, which a guest may pick
+ * through the status port (any byte, the VMM's own codes included). */
+const char *stop_kind_for(enum machine_stop_reason reason);
+#define STOP_KIND_TIMEOUT     "timeout"
+#define STOP_KIND_INTERRUPTED "interrupted"
+#define STOP_KIND_PANIC	      "panic"
+#define STOP_KIND_HOST	      "host"
 
 #endif

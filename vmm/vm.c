@@ -35,12 +35,12 @@
 
 #define KERNEL_FILE_MAX (512u << 20)
 
-static void vm_request_stop(struct vm *vm, int code, const char *why);
+static void vm_request_stop(struct vm *vm, int code, const char *kind, const char *why);
 
 static void vm_ctl_request_stop(void *ctx, enum machine_stop_reason reason, uint32_t value,
 				const char *why)
 {
-	vm_request_stop(ctx, exit_code_for_stop(reason, value), why);
+	vm_request_stop(ctx, exit_code_for_stop(reason, value), stop_kind_for(reason), why);
 }
 
 static void vm_on_panic(void *ctx)
@@ -58,16 +58,18 @@ static bool vm_log_needs_break(void *ctx)
 	return console_fresh_line(ctx);
 }
 
-static void vm_request_stop(struct vm *vm, int code, const char *why)
+static void vm_request_stop(struct vm *vm, int code, const char *kind, const char *why)
 {
 	int expected = -1;
 	/* A reboot after a panic is the end of a crash, not a clean reset. */
 	if (code == EXIT_GUEST_OFF && atomic_load(&vm->console.panic_seen)) {
 		code = EXIT_GUEST_CRASH;
+		kind = STOP_KIND_PANIC;
 		why = "kernel panic seen on the console";
 	}
 	if (atomic_compare_exchange_strong(&vm->exit_code, &expected, code)) {
 		snprintf(vm->stop_why, sizeof(vm->stop_why), "%s", why);
+		vm->stop_kind = kind;
 		event_loop_request_stop(&vm->loop);
 	}
 	atomic_store(&vm->stopping, true);
@@ -366,14 +368,14 @@ static void vm_on_timeout(void *arg)
 {
 	struct vm *vm = arg;
 	vm_drain_fd(vm->timeout_fd);
-	vm_request_stop(vm, EXIT_TIMEOUT, "--timeout expired");
+	vm_request_stop(vm, EXIT_TIMEOUT, STOP_KIND_TIMEOUT, "--timeout expired");
 }
 
 static void vm_on_panic_grace(void *arg)
 {
 	struct vm *vm = arg;
 	vm_drain_fd(vm->panic_fd);
-	vm_request_stop(vm, EXIT_GUEST_CRASH, "kernel panic seen on the console");
+	vm_request_stop(vm, EXIT_GUEST_CRASH, STOP_KIND_PANIC, "kernel panic seen on the console");
 }
 
 static void vm_on_signal(void *arg)
@@ -381,7 +383,7 @@ static void vm_on_signal(void *arg)
 	struct vm *vm = arg;
 	struct signalfd_siginfo si;
 	if (read(vm->signal_fd, &si, sizeof(si)) == sizeof(si))
-		vm_request_stop(vm, EXIT_INTERRUPTED,
+		vm_request_stop(vm, EXIT_INTERRUPTED, STOP_KIND_INTERRUPTED,
 				si.ssi_signo == SIGINT	  ? "SIGINT"
 				: si.ssi_signo == SIGTERM ? "SIGTERM"
 							  : "SIGHUP");
@@ -595,7 +597,7 @@ static void vm_on_console(void *arg)
 				  n - taken);
 	}
 	if (r == CONSOLE_INPUT_QUIT) {
-		vm_request_stop(vm, EXIT_INTERRUPTED, "Ctrl-A x on the console");
+		vm_request_stop(vm, EXIT_INTERRUPTED, STOP_KIND_INTERRUPTED, "Ctrl-A x on the console");
 	} else if (r == CONSOLE_INPUT_EOF) {
 		event_loop_unwatch(&vm->loop, vm->console.in_fd);
 		vm->console.in_fd = -1; /* end of input; the guest keeps running */
@@ -605,7 +607,12 @@ static void vm_on_console(void *arg)
 static void vm_report(struct vm *vm, int code)
 {
 	enum log_level level = (code == EXIT_GUEST_OFF || (code & 1)) ? LOG_INFO : LOG_WARN;
-	log_msg(&vm->log, level, "guest stopped: %s (exit code %d)", vm->stop_why, code);
+	/* "stop: KIND" says who chose the code: a status-port byte is the
+	 * guest's, whatever its value (README, "Exit codes"). */
+	const char *kind = vm->stop_kind ? vm->stop_kind : "crash";
+	bool guests = !strcmp(kind, "guest-status");
+	log_msg(&vm->log, level, "guest stopped: %s (exit code %d%s; stop: %s)", vm->stop_why, code,
+		guests ? ", chosen by the guest" : "", kind);
 	uint64_t fb[VCPU_FALLBACK_COUNT] = {0}, fb_total = 0;
 	char fb_text[160] = "";
 	size_t off = 0;
@@ -667,12 +674,12 @@ int machine_run(struct vm *vm, struct err *e)
 	 * KVM_RUN on. */
 	for (unsigned i = 0; i < vm->nio_threads; i++)
 		if (io_thread_start(&vm->io_threads[i], e)) {
-			vm_request_stop(vm, EXIT_HOST, "I/O thread start failed");
+			vm_request_stop(vm, EXIT_HOST, STOP_KIND_HOST, "I/O thread start failed");
 			break;
 		}
 	for (unsigned i = 0; i < vm->nvcpus && !vm_stopping(vm); i++)
 		if (vcpu_start(&vm->vcpus[i], e)) {
-			vm_request_stop(vm, EXIT_HOST, "vCPU start failed");
+			vm_request_stop(vm, EXIT_HOST, STOP_KIND_HOST, "vCPU start failed");
 			break;
 		}
 	/* The main thread is the I/O thread from here on: under its filter
@@ -684,13 +691,13 @@ int machine_run(struct vm *vm, struct err *e)
 				  "seccomp: cannot filter the main thread: %s (--seccomp off runs "
 				  "without)",
 				  strerror(-ret));
-			vm_request_stop(vm, EXIT_HOST, "seccomp failed");
+			vm_request_stop(vm, EXIT_HOST, STOP_KIND_HOST, "seccomp failed");
 		}
 	}
 	struct err loop_err = {0};
 	if (event_loop_run(&vm->loop, &loop_err)) {
 		log_error(&vm->log, "%s", loop_err.msg);
-		vm_request_stop(vm, EXIT_HOST, "event loop failure");
+		vm_request_stop(vm, EXIT_HOST, STOP_KIND_HOST, "event loop failure");
 	}
 	atomic_store(&vm->stopping, true);
 	for (unsigned i = 0; i < vm->nvcpus; i++)

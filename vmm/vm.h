@@ -70,6 +70,7 @@ struct vm {
 
 	atomic_int exit_code; /* -1 while running */
 	char stop_why[160];
+	const char *stop_kind; /* stop_kind_for() or a STOP_KIND_* */
 	atomic_bool stopping;
 	atomic_uint_fast64_t first_run_ns;
 	/* The main thread's loop: signals, --timeout, the panic grace timer,

@@ -38,10 +38,20 @@ def parse_runs(console_lines, stderr_text):
             r.ended = True
         else:
             getattr(r, what).append(m.group(3) or "")
+    # /init runs the commands one after the other and reports each once:
+    # a status counts only for the next command in order, one that started
+    # (issue 26: command 1 once reported statuses for 2-4, which then passed
+    # without running). Anything else is ignored.
+    want = 1
     for line in stderr_text.splitlines():
-        if m := STATUS.search(line):
-            r = runs.setdefault(int(m.group(1)), Run())
-            r.status, r.timed_out = int(m.group(2)), bool(m.group(3))
+        if not (m := STATUS.match(line)):
+            continue
+        n = int(m.group(1))
+        r = runs.get(n)
+        if n != want or r is None or not r.started or r.status is not None:
+            continue
+        r.status, r.timed_out = int(m.group(2)), bool(m.group(3))
+        want += 1
     return runs
 
 

@@ -118,13 +118,23 @@ class StopCause:
 
 
 STOP_KINDS = ("reset", "poweroff", "init-syscall-panic", "panic", "emulation-failure", "triple-fault",
-              "kvm-error", "timeout", "interrupted", "host", "seccomp", "unknown")
+              "kvm-error", "timeout", "interrupted", "host", "seccomp", "guest-status",
+              "guest-exit", "unknown")
+# The VMM's stop line names who ended the VM ("stop: KIND", vmm/exit_code.c):
+# the kind comes from there, never from the exit code, which the guest
+# picks when it ends through the status port (12 is not seccomp then).
+VMM_STOP_KINDS = {"reset": "reset", "panic": "panic", "debug-exit": "guest-exit",
+                  "guest-status": "guest-status", "crash": "kvm-error", "host": "host",
+                  "timeout": "timeout", "interrupted": "interrupted"}
+SECCOMP_LINE = re.compile(r"^vmm: error: the .* thread made a system call its seccomp filter "
+                          r"forbids")
 VCPU_ERROR = re.compile(r"vmm: error: (vCPU \d+: (instruction emulation failed|triple fault|"
                         r"KVM internal error|VM entry failed|unexpected KVM exit).*)$")
 INSN_BYTES = re.compile(r"vmm: error:\s+instruction bytes: (.*)$")
 HINT = re.compile(r"vmm: error:\s+hint: (.*?); the set measured")
 HINT_BIT = re.compile(r"clearcpuid=(\d+) ")
-STOPPED = re.compile(r"vmm: \w+: guest stopped: (.*) \(exit code (\d+)\)")
+STOPPED = re.compile(r"^vmm: \w+: guest stopped: (.*) \(exit code (\d+)"
+                     r"(?:, chosen by the guest)?(?:; stop: ([a-z-]+))?\)$")
 PANIC = re.compile(r"Kernel panic - not syncing: (.*)$")
 # The fault that ends /init on a host that emulates ring 0 with a kernel
 # lacking the host workaround: SYSCALL lands on entry_SYSCALL_64 still at
@@ -164,8 +174,14 @@ def stop_cause(c, stderr_text, code):
                              f"{panic.strip()} after init's first system call faulted at "
                              f"entry_SYSCALL_64 (ip = address = {seg.group(1)}, error 15)")
         return StopCause("panic", panic.strip())
-    kind = {0: "reset", 6: "timeout", 8: "host", 10: "interrupted", 12: "seccomp"}.get(
-        code, "unknown")
-    if code == 0 and "ACPI S5" in why:
+    if stopped and stopped.group(3):
+        kind = VMM_STOP_KINDS.get(stopped.group(3), "unknown")
+    elif stopped and "status port" in why:
+        kind = "guest-status"  # a line from before the VMM named the kind
+    elif any(SECCOMP_LINE.search(x) for x in lines):
+        kind = "seccomp"
+    else:  # no stop line (an older VMM's, or one that was killed): by the code
+        kind = {0: "reset", 6: "timeout", 8: "host", 10: "interrupted"}.get(code, "unknown")
+    if kind == "reset" and "ACPI S5" in why:
         kind = "poweroff"  # devices/acpi_pm.c: the FADT's sleep control register
     return StopCause(kind, why)

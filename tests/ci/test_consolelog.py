@@ -237,6 +237,29 @@ class StopCauses(unittest.TestCase):
         _, _, checks = evaluate(console, stderr, case, userspace=False)
         self.assertEqual({c.name: c for c in checks}["vmm-exit"].status, "fail")
 
+    def test_the_kind_comes_from_the_vmm_not_the_code(self):
+        """Issue 26: a guest that writes 12 to the status port ended the VM
+        itself: the VMM's stop line says so, and it is never 'seccomp'."""
+        c = consolelog.parse_console("")
+        line = ("vmm: warning: guest stopped: the guest wrote its exit status to the status "
+                "port (exit code {0}, chosen by the guest; stop: guest-status)\n")
+        for code in (2, 4, 6, 8, 10, 12, 14, 0, 3):
+            with self.subTest(code=code):
+                cause = consolelog.stop_cause(c, line.format(code), code)
+                self.assertEqual(cause.kind, "guest-status", cause)
+        # A line of an older VMM without the kind: the status port still tells.
+        old = ("vmm: warning: guest stopped: the guest wrote its exit status to the status "
+               "port (exit code 12)\n")
+        self.assertEqual(consolelog.stop_cause(c, old, 12).kind, "guest-status")
+        seccomp = ("\nvmm: error: the vCPU thread made a system call its seccomp filter "
+                   "forbids: openat (257); a VMM bug, or an attack: the VM stops (exit code 12)\n")
+        self.assertEqual(consolelog.stop_cause(c, seccomp, 12).kind, "seccomp")
+        self.assertEqual(consolelog.stop_cause(c, "", 12).kind, "unknown")
+        for kind, want in (("timeout", "timeout"), ("interrupted", "interrupted"),
+                           ("debug-exit", "guest-exit"), ("host", "host")):
+            stop = f"vmm: warning: guest stopped: x (exit code 6; stop: {kind})\n"
+            self.assertEqual(consolelog.stop_cause(c, stop, 6).kind, want)
+
     def test_expected_init_panic_passes(self):
         console, stderr, case = load("user-6.1-unpatched-intx")
         _, _, checks = evaluate(console, stderr, case)

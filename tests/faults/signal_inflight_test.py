@@ -15,7 +15,7 @@ for the event before it:
     the VMM submits both; one reaches the file system and is held, the other
     waits behind it in io_uring's worker queue (writes to one regular file
     are serialised there). Both are in flight in the VMM's io_uring;
-  - the VMM gets the signal and says "guest stopped: SIG... (exit code 10)":
+  - the VMM gets the signal and says "guest stopped: SIG... (exit code 10; stop: interrupted)":
     its vCPUs are stopped;
   - it must still be running one second later (a write is in flight; an exit
     now could lose it), and must exit with 10 once the held write is
@@ -76,7 +76,7 @@ def inner(a):
                     problems.append("no write reached the file system after holding began")
                 else:
                     vm.signal(sig)
-                    stopped = vm.wait_for(rf"guest stopped: SIG{a.signal} \(exit code 10\)",
+                    stopped = vm.wait_for(rf"guest stopped: SIG{a.signal} \(exit code 10; stop: interrupted\)",
                                           STEP_WALL_S, stream="err")
                     if stopped is None:
                         problems.append(f"no 'guest stopped: SIG{a.signal}' on stderr")

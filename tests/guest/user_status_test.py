@@ -41,7 +41,7 @@ if p.returncode != 7:
     problems.append(f"./vmm exited {p.returncode}, expected the command's 7")
 if "running the user command" not in p.stdout:
     problems.append("the command's output is not on the console")
-if "the guest wrote its exit status to the status port (exit code 7)" not in p.stderr:
+if "the guest wrote its exit status to the status port (exit code 7, chosen by the guest; stop: guest-status)" not in p.stderr:
     problems.append("-v does not say the status came through the status port")
 for x in problems:
     print("FAIL:", x)
