@@ -116,7 +116,14 @@ def add_tree(c, src, dst):
         dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
 
 
-def write_initramfs(path, busybox, init_script, commands=None, timeout=60, include=None):
+# The user the commands run as unless --run-as root (issue 26): not root,
+# so they cannot reach the status port (/dev/port, ioperm: CAP_SYS_RAWIO) or
+# the consoles (devtmpfs makes them 0600 root) and forge /init's lines.
+CI_USER = "ci:x:1000:1000:vmm-ci commands:/vmmci/include:/bin/sh\n"
+
+
+def write_initramfs(path, busybox, init_script, commands=None, timeout=60, include=None,
+                    run_as="user"):
     with open(busybox, "rb") as f:
         bb = f.read()
     with open(init_script, "rb") as f:
@@ -124,19 +131,25 @@ def write_initramfs(path, busybox, init_script, commands=None, timeout=60, inclu
     tmp = path + ".tmp"
     with open(tmp, "wb") as out:
         c = Newc(out)
-        for d in ["dev", "proc", "sys", "tmp", "bin", "mnt", "mnt/tools",
+        for d in ["dev", "proc", "sys", "bin", "mnt", "mnt/tools",
                   "mnt/tools/dev", "mnt/tools/proc", "mnt/tools/tmp"]:
             c.dir(d)
+        c.dir("tmp", 0o1777)  # the commands' too (they run as user ci)
         c.chardev("dev/console", 5, 1)
         c.file("bin/busybox", bb)
         for a in applets(busybox):
             c.symlink("bin/" + a, "busybox")
         c.file("init", init)
+        c.dir("etc")
+        c.file("etc/passwd", ("root:x:0:0:root:/:/bin/sh\n" + CI_USER).encode(), 0o644)
+        c.file("etc/group", b"root:x:0:\nci:x:1000:\n", 0o644)
+        c.file("etc/shells", b"/bin/sh\n", 0o644)
         if commands is not None or include:
             c.dir("vmmci")
         if commands is not None:
             c.file("vmmci/commands", "".join(x + "\n" for x in commands).encode(), 0o644)
             c.file("vmmci/timeout", f"{timeout}\n".encode(), 0o644)
+            c.file("vmmci/run-as", f"{run_as}\n".encode(), 0o644)
         if include:
             c.dir("vmmci/include", stat.S_IMODE(os.stat(include).st_mode))
             add_tree(c, include, "vmmci/include")
@@ -151,6 +164,8 @@ def main():
     ap.add_argument("--commands", help="a file of commands, one per line, run after the checks")
     ap.add_argument("--command-timeout", type=int, default=60, help="seconds per command")
     ap.add_argument("--include", help="a directory copied to /vmmci/include")
+    ap.add_argument("--run-as", choices=["user", "root"], default="user",
+                    help="the commands run as user ci (uid 1000, default) or as root")
     ap.add_argument("--init", help="another /init (default: ci-init.sh), e.g. status-init.sh")
     args = ap.parse_args()
     commands = None
@@ -167,7 +182,7 @@ def main():
         sys.exit(f"make-ci-initramfs: {busybox} is not statically linked "
                  "(install busybox-static, not busybox)")
     write_initramfs(args.out, busybox, args.init or os.path.join(HERE, "ci-init.sh"), commands,
-                    args.command_timeout, args.include)
+                    args.command_timeout, args.include, args.run_as)
     print(f"make-ci-initramfs: {args.out}: {os.path.getsize(args.out)} bytes", file=sys.stderr)
     print(args.out)
 

@@ -122,13 +122,25 @@ def stop_all():
         session.kill()
 
 
+# What the runner keeps of the guest's text (issue 26): a line is cut at
+# LINE_MAX bytes, a stream at STREAM_MAX bytes; the rest is counted (and
+# reported), never stored, so a guest's output costs time linear in its size
+# and bounded memory. A kernel line is at most 1 KiB (printk).
+LINE_MAX = 4096
+STREAM_MAX = 16 << 20
+
+
 class Session:
     """The VMM process and its three streams, with host timestamps."""
 
     def __init__(self, argv, fifo, on_console_line):
         self.argv, self.fifo, self.on_console_line = argv, fifo, on_console_line
         self.streams = {"console": [], "hvc0": [], "stderr": []}
-        self.partial = {"console": b"", "hvc0": b"", "stderr": b""}
+        self.partial = {"console": bytearray(), "hvc0": bytearray(), "stderr": bytearray()}
+        self.long = {"console": 0, "hvc0": 0, "stderr": 0}  # bytes cut from the partial line
+        self.kept = {"console": 0, "hvc0": 0, "stderr": 0}
+        self.cut = {"console": [0, 0], "hvc0": [0, 0], "stderr": [0, 0]}  # lines cut, bytes cut
+        self.typed = False
         self.times = {}  # first host time of interesting console lines
         self.t0 = None
 
@@ -139,6 +151,7 @@ class Session:
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        os.set_blocking(self.proc.stdin.fileno(), False)  # typing never blocks the loop
         LIVE.add(self)
         try:
             return self.loop(fifo_fd, wall_limit)
@@ -187,30 +200,68 @@ class Session:
             return not final
         if not data:
             return False
-        buf = self.partial[name] + data
-        *lines, self.partial[name] = buf.split(b"\n")
-        for raw in lines:
-            self.line(name, raw.decode("utf-8", "replace"))
+        self.feed(name, data)
         return True
 
+    def feed(self, name, data):
+        """Splits data into lines; each byte is looked at once."""
+        part, start = self.partial[name], 0
+        while True:
+            nl = data.find(b"\n", start)
+            piece = data[start:] if nl < 0 else data[start:nl]
+            room = LINE_MAX - len(part)
+            if len(piece) > room:
+                self.long[name] += len(piece) - max(room, 0)
+                piece = piece[:max(room, 0)]
+            part += piece
+            if nl < 0:
+                return
+            self.end_line(name)
+            part = self.partial[name]
+            start = nl + 1
+
+    def end_line(self, name):
+        raw, cut = bytes(self.partial[name]), self.long[name]
+        self.partial[name], self.long[name] = bytearray(), 0
+        text = raw.decode("utf-8", "replace")
+        if cut:
+            self.cut[name][0] += 1
+            self.cut[name][1] += cut
+            text += f" [... {cut} bytes cut]"
+        self.line(name, text)
+
     def flush(self):
-        for name, rest in self.partial.items():
-            if rest:
-                self.line(name, rest.decode("utf-8", "replace"))
-                self.partial[name] = b""
+        for name in self.partial:
+            if self.partial[name] or self.long[name]:
+                self.end_line(name)
 
     def line(self, name, text):
         now = time.monotonic() - self.t0
-        self.streams[name].append((now, text))
+        if self.kept[name] + len(text) > STREAM_MAX:
+            self.cut[name][1] += len(text)  # over the stream's cap: counted only
+        else:
+            self.kept[name] += len(text) + 1
+            self.streams[name].append((now, text))
         if name == "console":
             self.on_console_line(self, now, consolelog.clean_line(text))
 
     def type_on_hvc0(self, text):
+        """The token, typed once per cell (the ready line may come again,
+        from anything that prints it), without blocking: a VMM that does
+        not read its stdin cannot stall the runner."""
+        if self.typed:
+            return
+        self.typed = True
         try:
-            self.proc.stdin.write(text.encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            os.write(self.proc.stdin.fileno(), text.encode())
+        except OSError:
             pass
+
+    def limits_note(self):
+        """What was cut, or "" (results.json and a check say it)."""
+        parts = [f"{name}: {lines} line(s) cut at {LINE_MAX} bytes, {nbytes} bytes not kept"
+                 for name, (lines, nbytes) in self.cut.items() if lines or nbytes]
+        return "; ".join(parts)
 
     def text(self, name):
         return "\n".join(t for _, t in self.streams[name]) + "\n"
@@ -350,6 +401,10 @@ def run_cell(cell, index, ctx):
     if killed:
         checks.append(consolelog.Check("runner", consolelog.FAIL,
                                        f"killed at the {killed} ({limit + 60} s)", "host"))
+    cut = session.limits_note()
+    if cut:  # the guest's right to print, said, not failed on
+        checks.append(consolelog.Check("output-limits", consolelog.PASS,
+                                       f"kept within the runner's limits: {cut}", "host"))
     os.unlink(disk)
     result = cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv)
     result["stop"] = consolelog.stop_cause(c, session.text("stderr"), code).to_dict()
@@ -432,6 +487,23 @@ def proc_interrupts_by_device(c):
         name = words[-1].split("-")[0].rstrip(",") if words else ""
         out.setdefault(c.virtio.get(name, name or "?"), []).append(" ".join(words))
     return out
+
+
+def error_result(cell, exc):
+    """The result of a cell whose run or parse raised: that cell fails,
+    with what was raised; the other cells and the reports go on."""
+    what = f"{type(exc).__name__}: {exc}"[:2000]
+    return {
+        "id": cell.id, "kernel": cell.kernel.to_dict(), "version": cell.kernel.version,
+        "variant": cell.kernel.variant or None, "mode": cell.mode, "cpus": cell.cpus,
+        "repeat": cell.repeat, "full": cell.full, "result": "fail", "userspace": "not run",
+        "boot": {"run_init_dmesg_s": None, "wall_s": {}, "vmm_wall_s": 0, "vmm_exit": None},
+        "irq": {}, "proc_interrupts": {},
+        "checks": [consolelog.Check("runner", consolelog.FAIL,
+                                    f"the runner failed on this cell: {what}", "host").to_dict()],
+        "fio": None, "iperf3": None, "cmdline": "", "argv": [],
+        "stop": {"kind": "unknown", "detail": what, "clearcpuid": []},
+    }
 
 
 def cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv):

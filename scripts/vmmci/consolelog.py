@@ -21,7 +21,8 @@ DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
 # line, N = facility * 8 + level (0 emerg, 1 alert, 2 crit, ... 7 debug).
 SYSLOG_LEVEL = re.compile(r"^<(\d{1,3})>")
 RUN_INIT = re.compile(r"Run (\S+) as init process")
-MARKER = re.compile(r"VMMCI: (.*)$")
+MARKER = "VMMCI: "  # at the start of a line's text, never inside it
+USER_START = re.compile(r"VMMCI: run \d+ start$")
 
 # Lines that must never appear (the issue's list, plus oopses).
 BAD_LINES = [
@@ -81,7 +82,11 @@ class Expect:
 
 @dataclass
 class Console:
-    lines: list = field(default_factory=list)  # (dmesg seconds or None, text)
+    # (dmesg seconds or None, text): what our checks read. From protocol 2
+    # on, only the lines before the first user command; the rest are in
+    # `after` (the commands' own lines, and whatever else came then).
+    lines: list = field(default_factory=list)
+    after: list = field(default_factory=list)
     run_init: object = None  # dmesg seconds at "Run /init as init process"
     init_path: str = ""
     markers: list = field(default_factory=list)  # text after "VMMCI: "
@@ -92,6 +97,8 @@ class Console:
     virtio: dict = field(default_factory=dict)  # virtioN -> type name
     done: object = None  # ("ok", n) or ("FAIL", detail)
     protocol: object = None
+    user_started: bool = False  # a "run N start" was seen: the user's commands run
+    ignored: int = 0  # markers not taken: after the first user command, or repeated
 
 
 def parse_console(text):
@@ -104,19 +111,40 @@ def parse_console(text):
             line = line[lv.end():]
         m = DMESG_TS.match(line)
         ts, body = (float(m.group(1)), m.group(2)) if m else (None, line)
+        if not c.after and (c.protocol or "1") != "1" and USER_START.match(body):
+            c.user_started = True  # issue 26: nothing from here on is ours to judge
+        if c.user_started and (c.protocol or "1") != "1":
+            c.levels.pop()
+            c.after.append((ts, body))
+            if body.startswith(MARKER):
+                parse_marker(c, body[len(MARKER):])
+            continue
         c.lines.append((ts, body))
         m = RUN_INIT.search(body)
         if m and c.run_init is None:
             c.run_init, c.init_path = ts, m.group(1)
-        m = MARKER.search(body)
-        if m:
-            parse_marker(c, m.group(1))
+        if body.startswith(MARKER):
+            parse_marker(c, body[len(MARKER):])
     return c
 
 
 def parse_marker(c, text):
-    c.markers.append(text)
+    """One "VMMCI:" line of /init's. From protocol 2 on, /init says all of
+    ours (checks, data, the verdict) before the first user command: once
+    one runs, only its own "run N ..." lines are taken, whatever else is
+    printed (issue 26: a command once turned a failed check into a pass).
+    A check, the verdict or the protocol said twice keeps its first word."""
     word, _, rest = text.partition(" ")
+    if word == "run":
+        c.user_started = c.user_started or rest.split(" ")[1:2] == ["start"]
+    elif c.user_started and (c.protocol or "1") != "1":
+        c.ignored += 1
+        return
+    if (word == "protocol" and c.protocol is not None) or (word == "done" and c.done) or (
+            word == "check" and rest.partition(" ")[0] in c.checks):
+        c.ignored += 1
+        return
+    c.markers.append(text)
     if word == "protocol":
         c.protocol = rest
     elif word == "check":
@@ -476,7 +504,7 @@ def evaluate(console_text, hvc_text, stderr_text, exit_code, e):
     checks = kernel_checks(c, stats, e, parse_host_cpu(stderr_text, e))
     checks += userspace_checks(c, hvc_text, e, stats)
     if e.commands:
-        runs = usercmd.parse_runs(c.lines, stderr_text)
+        runs = usercmd.parse_runs(c.lines + c.after, stderr_text)
         checks += usercmd.command_checks(e.commands, runs, e, e.command_timeout, Check, FAIL,
                                          PASS, SKIP)
     checks.append(exit_check(exit_code, e, stderr_text, c))

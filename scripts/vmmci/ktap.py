@@ -4,8 +4,10 @@ times, for a cell's JUnit. Written from the format's description; the
 structure rules follow what the kernel's own tools/testing/kunit/kunit.py
 parse does (tests/ci/test_ktap.py checks the two agree case for case where
 the kernel source is at hand):
-  - the output starts at "KTAP version N" or "TAP version N"; whatever came
-    before it on that line (a console prefix) is cut from every later line;
+  - the output starts at a line that is "KTAP version N" or "TAP version N",
+    after blanks or printk's caller field ("[    T1] ", CONFIG_PRINTK_CALLER),
+    which are cut from every later line too; not mid-line, so text a
+    program prints inside a line of its own cannot open it;
   - a test with subtests opens with "KTAP version N" and/or "# Subtest:
     NAME", then a plan "1..N", then its subtests, then its own result line;
   - "ok|not ok N [- ]NAME [# SKIP reason]" is a result; "# ..." lines and
@@ -21,14 +23,18 @@ from dataclasses import dataclass, field
 PASS, FAIL, SKIP, CRASHED, NO_TESTS = "pass", "fail", "skip", "crashed", "no-tests"
 
 DMESG = re.compile(r"^\[\s*(\d+\.\d+)\] ?")
-KTAP_START = re.compile(r"\s*K?TAP version (\d+)$")
+KTAP_START = re.compile(r"K?TAP version (\d+)$")  # matched after PREFIX
+PREFIX = re.compile(r"(?:\[\s*[TC]\d+\] ?)?[ \t]*")  # anchored: linear
 HEADER = re.compile(r"^\s*# Subtest: (.*)$")
 PLAN = re.compile(r"^\s*1\.\.(\d+)")
 RESULT = re.compile(r"^\s*(ok|not ok) (\d+) (- )?([^#]*)( # .*)?$")
 SKIP_RX = re.compile(r"^\s*(ok|not ok) (\d+) (- )?(.*) # SKIP(.*)$")
-# Where the KTAP output is over for certain (kunit.py's markers).
-KTAP_END = re.compile(r"\s*(List of all partitions:|Kernel panic - not syncing: VFS:|"
-                      r"reboot: System halted)")
+# Where the KTAP output is over for certain (kunit.py's markers): plain
+# substrings, so a long line costs its length, never its square (issue 26).
+KTAP_END = ("List of all partitions:", "Kernel panic - not syncing: VFS:", "reboot: System halted")
+# Deeper nesting is cut (a crash): KUnit nests 2-3 levels, and a console
+# with thousands of levels must not exhaust the parser's stack (issue 26).
+MAX_DEPTH = 32
 
 
 @dataclass
@@ -67,15 +73,12 @@ class Lines:
         started, prefix = False, 0
         for ts, line in timed_lines:
             if not started:
-                if KTAP_START.search(line):
-                    # The console prefix: what stands before "KTAP version"
-                    # (or "TAP version") on the line that opens the output.
-                    at = line.find("KTAP version")
-                    prefix = at if at >= 0 else line.find("TAP version")
+                prefix = PREFIX.match(line).end()
+                if KTAP_START.match(line, prefix):
                     started = True
                     self.items.append((ts, line[prefix:]))
                 continue
-            if KTAP_END.search(line):
+            if any(end in line for end in KTAP_END):
                 break
             self.items.append((ts, line[prefix:]))
 
@@ -93,11 +96,15 @@ class Lines:
         return self.items[self.i - 1]
 
 
+def _is_start(line):
+    return bool(KTAP_START.match(line.lstrip(" \t")))
+
+
 def _diagnostics(lines):
     """Lines up to the next result, header, version or plan line."""
     out = []
     while lines and not (RESULT.match(lines.peek()) or HEADER.match(lines.peek())
-                         or KTAP_START.match(lines.peek())):
+                         or _is_start(lines.peek())):
         out.append(lines.pop()[1])
     return out
 
@@ -131,12 +138,12 @@ def _last_ts(lines):
     return lines.items[lines.i - 1][0] if lines.i else None
 
 
-def _parse(lines, expected_num, log, subtest, since=None):
+def _parse(lines, expected_num, log, subtest, since=None, depth=0):
     test = Test(log=list(log))
     test.log += _diagnostics(lines)
     start = since if since is not None else lines.ts()
     parent = False
-    if lines and KTAP_START.match(lines.peek()):
+    if lines and _is_start(lines.peek()):
         lines.pop()
         parent = True
     if subtest and lines and HEADER.match(lines.peek()):
@@ -159,7 +166,12 @@ def _parse(lines, expected_num, log, subtest, since=None):
                 continue
             test.log += sub_log
             break
-        sub = _parse(lines, num, sub_log, True, before)
+        if depth >= MAX_DEPTH:
+            test.errors.append(f"nested deeper than {MAX_DEPTH} levels: the rest is not parsed")
+            test.subtests.append(Test(log=sub_log, status=CRASHED))
+            lines.i = len(lines.items)
+            break
+        sub = _parse(lines, num, sub_log, True, before, depth + 1)
         test.subtests.append(sub)
         num += 1
     if subtest:
@@ -227,12 +239,22 @@ def once(console_lines):
         yield ts, body
 
 
+def before_user_commands(console_lines):
+    """The console up to the first user command (vmm-ci --run): KUnit runs
+    while the kernel boots, and nothing a command prints afterwards may add
+    or change a case (issue 26)."""
+    for ts, body in console_lines:
+        if body.startswith("VMMCI: run "):
+            return
+        yield ts, body
+
+
 def checks(console_lines, check_type, verdicts):
     """Each KUnit case of a console's KTAP ((dmesg seconds, text) lines) as
     a check of its own, named kunit:SUITE.CASE (subtest levels joined with
     '.'), with its diagnostics and time; verdicts maps our statuses to the
     caller's."""
-    main = parse(None, once(console_lines))
+    main = parse(None, once(before_user_commands(console_lines)))
     if main is None:
         return []
     out = []

@@ -6,7 +6,7 @@ import statistics
 import xml.etree.ElementTree as ET
 
 from vmmtools import charts as mpl
-from vmmtools.report import table, write_json
+from vmmtools.report import md_text, table, write_json, xml_text
 
 IO_NOTE = ("On a host that emulates guest ring 0 these figures measure the emulated "
            "guest kernel (every system call, page fault and interrupt handler runs "
@@ -86,6 +86,11 @@ def write_junit(path, cells, host):
                 if out is None:
                     out = ET.SubElement(tc, "system-out")
                 out.text = (out.text + "\n" if out.text else "") + "info: " + x["info"]
+    for el in suites.iter():  # guest text: only characters XML allows
+        if el.text:
+            el.text = xml_text(el.text)
+        for k, v in el.attrib.items():
+            el.set(k, xml_text(v))
     ET.indent(suites)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
@@ -95,6 +100,12 @@ def write_junit(path, cells, host):
 def failures(cells):
     """One line per failed check."""
     return [f"{c['id']}: {x['name']}: {x['detail']}"
+            for c in cells for x in c["checks"] if x["status"] == "fail"]
+
+
+def failures_md(cells):
+    """failures() for summary.md: the guest's text made inert."""
+    return [f"{md_text(c['id'])}: {md_text(x['name'])}: {md_text(x['detail'])}"
             for c in cells for x in c["checks"] if x["status"] == "fail"]
 
 
@@ -108,7 +119,7 @@ def host_inherited(cells):
             if x.get("info"):
                 by.setdefault((x["name"], x["info"]), []).append(c["id"])
     return [f"{ids[0] if len(ids) == 1 else f'{len(ids)} cells ({ids[0]} ... {ids[-1]})'}: "
-            f"{name}: {info}" for (name, info), ids in by.items()]
+            f"{md_text(name)}: {md_text(info)}" for (name, info), ids in by.items()]
 
 
 def natural(text):
@@ -157,7 +168,7 @@ def paths_text(c):
 
 
 def fails_text(c):
-    names = [x["name"] for x in c["checks"] if x["status"] == "fail"]
+    names = [md_text(x["name"]) for x in c["checks"] if x["status"] == "fail"]
     return ", ".join(names) if names else ""
 
 
@@ -185,7 +196,7 @@ def summary_md(meta, cells, charts):
         out += table(["cell", "irq path", "fio read IOPS", "fio write IOPS", "fio read KiB/s",
                       "fio write KiB/s", "iperf3 sender Mbit/s", "iperf3 receiver Mbit/s",
                       "host load"], "l" * 9, [io_cells(c) for c in io])
-    fl = failures(cells)
+    fl = failures_md(cells)
     if fl:
         out += ["", "## Failures", ""] + [f"- {x}" for x in fl]
     hi = host_inherited(cells)

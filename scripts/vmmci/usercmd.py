@@ -27,7 +27,7 @@ def parse_runs(console_lines, stderr_text):
     """{N: Run} from the console's (ts, text) lines and the VMM's stderr."""
     runs = {}
     for _, body in console_lines:
-        m = RUN.search(body)
+        m = RUN.match(body)  # at the line's start: not inside a command's output line
         if not m:
             continue
         r = runs.setdefault(int(m.group(1)), Run())
