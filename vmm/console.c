@@ -1,6 +1,7 @@
 #include "console.h"
 
 #include "vmm/base/err.h"
+#include "vmm/base/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +29,9 @@ void console_open(struct console *c)
 
 int console_open_log(struct console *c, const char *path, struct err *e)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = file_open_output("--console-log", path, e);
 	if (fd < 0)
-		return err_set(e, ERR_INPUT, "--console-log %s: %s", path, strerror(errno));
+		return -1;
 	c->out_fd = fd;
 	c->out_owned = true;
 	c->out_shared = false;

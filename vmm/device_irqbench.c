@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct irqbench_params {
 	unsigned vectors;
@@ -47,9 +48,16 @@ static void irqbench_destroy(void *state)
 static int irqbench_built(const struct vm_device *d, struct err *e)
 {
 	struct irqbench_instance *b = d->state;
-	if (b->samples_path && !(b->samples = fopen(b->samples_path, "w")))
-		return err_set(e, ERR_INPUT, "--device irqbench samples=%s: %s", b->samples_path,
+	if (!b->samples_path)
+		return 0;
+	int fd = file_open_output("--device irqbench samples", b->samples_path, e);
+	if (fd < 0)
+		return -1;
+	if (!(b->samples = fdopen(fd, "w"))) {
+		close(fd);
+		return err_set(e, ERR_HOST, "--device irqbench samples=%s: %s", b->samples_path,
 			       strerror(errno));
+	}
 	return 0;
 }
 

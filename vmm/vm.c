@@ -165,12 +165,8 @@ static int vm_dump_acpi(struct vm *vm, struct err *e)
 		for (int k = 0; k < 5; k++)
 			name[k] = (char)tolower((unsigned char)t->sig[k]);
 		snprintf(path, sizeof(path), "%s/%s.dat", dir, name);
-		FILE *f = fopen(path, "wb");
-		bool ok = f && fwrite(vm->acpi->buf + t->off, 1, t->len, f) == t->len;
-		if (f && fclose(f) != 0)
-			ok = false;
-		if (!ok)
-			return err_set(e, ERR_INPUT, "--dump-acpi %s: %s", path, strerror(errno));
+		if (file_write_output("--dump-acpi", path, vm->acpi->buf + t->off, t->len, e))
+			return -1;
 	}
 	return 0;
 }
@@ -202,22 +198,24 @@ static int vm_device_tree(struct vm *vm, struct err *e)
 static int vm_write_outputs(struct vm *vm, struct err *e)
 {
 	const struct vm_options *o = vm->opts;
-	if (vm->dtb) {
-		FILE *f = fopen(o->dump_dtb, "wb");
-		bool ok = f && fwrite(vm->dtb, 1, vm->dtb_len, f) == vm->dtb_len;
-		if (f && fclose(f) != 0)
-			ok = false;
-		free(vm->dtb);
-		vm->dtb = NULL;
-		if (!ok)
-			return err_set(e, ERR_INPUT, "--dump-dtb %s: %s", o->dump_dtb,
-				       strerror(errno));
-	}
-	if (vm_dump_acpi(vm, e))
-		return -1;
+	/* The console log first: the output most likely refused (a FIFO
+	 * nobody reads, a link another user owns); made here, it goes again
+	 * if a later output fails. */
+	bool made_log = o->console_log && access(o->console_log, F_OK) != 0;
 	if (o->console_log && console_open_log(&vm->console, o->console_log, e))
 		return -1;
-	return devices_built(&vm->devices, e);
+	int ret = 0;
+	if (vm->dtb) {
+		ret = file_write_output("--dump-dtb", o->dump_dtb, vm->dtb, vm->dtb_len, e);
+		free(vm->dtb);
+		vm->dtb = NULL;
+	}
+	if (ret || vm_dump_acpi(vm, e) || devices_built(&vm->devices, e)) {
+		if (made_log)
+			unlink(o->console_log);
+		return -1;
+	}
+	return 0;
 }
 
 static int vm_load_guest(struct vm *vm, struct err *e)
@@ -597,7 +595,8 @@ static void vm_on_console(void *arg)
 				  n - taken);
 	}
 	if (r == CONSOLE_INPUT_QUIT) {
-		vm_request_stop(vm, EXIT_INTERRUPTED, STOP_KIND_INTERRUPTED, "Ctrl-A x on the console");
+		vm_request_stop(vm, EXIT_INTERRUPTED, STOP_KIND_INTERRUPTED,
+				"Ctrl-A x on the console");
 	} else if (r == CONSOLE_INPUT_EOF) {
 		event_loop_unwatch(&vm->loop, vm->console.in_fd);
 		vm->console.in_fd = -1; /* end of input; the guest keeps running */

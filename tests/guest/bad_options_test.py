@@ -11,6 +11,7 @@ same one line), and skip only where no guest can boot.
 """
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,13 @@ CASES = [
     ("dump-acpi empty", ["--dump-acpi", ""], r"--dump-acpi: empty path", False),
     ("dump-acpi missing directory", ["--dump-acpi", "/no/such/dir"], r"--dump-acpi /no/such/dir: No such file or directory", False),
     ("dump-acpi is a file", ["--dump-acpi", "@notakernel"], r"--dump-acpi .*/notakernel: not a directory", False),
+    # Outputs are opened without blocking and type-checked (issue 26): a
+    # FIFO nobody reads was a blocking open that ignored SIGTERM.
+    ("console-log is a FIFO nobody reads", ["--console-log", "@fifo"], r"--console-log .*/fifo: a FIFO nobody reads", True),
+    ("dump-dtb is a FIFO nobody reads", ["!", "--kernel", "@kernel", "--dump-dtb", "@fifo"], r"--dump-dtb .*/fifo: a FIFO nobody reads", True),
+    ("console-log is a socket", ["--console-log", "@sock"], r"--console-log .*/sock: ", True),
+    # A link another user planted where root writes: not followed.
+    ("console-log through another user's link", ["--console-log", "@link"], r"--console-log .*/link: a symbolic link another user owns \(uid 65534\): not followed", True),
     ("unknown option", ["--frobnicate"], r"unknown option '--frobnicate' \(see --help\)", False),
     ("unknown short option", ["-x"], r"unknown option '-x' \(see --help\)", False),
     ("stray argument", ["stray"], r"unexpected argument 'stray' \(see --help\)", False),
@@ -122,11 +130,16 @@ def main():
             with open(os.path.join(tmp, "notakernel"), "w") as f:
                 f.write("not a kernel\n")
             os.mkfifo(os.path.join(tmp, "fifo"))
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(os.path.join(tmp, "sock"))
+            os.symlink(os.path.join(tmp, "target"), os.path.join(tmp, "link"))
+            if os.geteuid() == 0:
+                os.lchown(os.path.join(tmp, "link"), 65534, 65534)
 
             def place(a):
-                for name in ("notakernel", "fifo"):
+                for name in ("notakernel", "fifo", "sock", "link"):
                     a = a.replace("@" + name, os.path.join(tmp, name))
-                return a
+                return a.replace("@kernel", kernel)
             if args and args[0] == "!":
                 cmd = [vmm] + [place(a) for a in args[1:]]
             else:
@@ -142,6 +155,7 @@ def main():
                                                 "(still running after 60 s)")
                 p.stdout = p.stdout if isinstance(p.stdout, str) else p.stdout.decode()
             made = set(os.listdir(tmp)) - before
+            sock.close()
         ran += 1
         # Found while the machine is built: on the emulated host where
         # /dev/kvm is unusable, after the one line that says so.

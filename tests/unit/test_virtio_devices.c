@@ -472,7 +472,7 @@ START_TEST(test_blk_sync_completions_pass_stops_at_its_budget_and_yields)
 	blk.vdev.ops->queue_notify(&blk.vdev, 0);
 	ck_assert_uint_eq(vrd_used_idx(&vr[0]), per_pass);
 	ck_assert_uint_eq(ft.yields[0], 1);
-	ck_assert_uint_eq(ft.used[0], 1); /* one interrupt decision for the pass */
+	ck_assert_uint_eq(ft.used[0], 1);	  /* one interrupt decision for the pass */
 	blk.vdev.ops->queue_notify(&blk.vdev, 0); /* what the yield brings back */
 	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 100);
 	ck_assert_uint_eq(ft.yields[0], 1);

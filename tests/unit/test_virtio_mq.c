@@ -565,7 +565,8 @@ START_TEST(test_net_ctrl_pass_stops_at_its_budget_and_yields)
 	fake_dev_queue(&net.vdev, cq, &ram.m, r);
 	ram.buf[CMDS] = VIRTIO_NET_CTRL_MQ;
 	ram.buf[CMDS + 1] = VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET;
-	struct vbuf b[3] = {{CMDS, 2, false}, {0x400000ULL, 1u << 20, false}, {CMDS + 0x80, 1, true}};
+	struct vbuf b[3] = {
+	    {CMDS, 2, false}, {0x400000ULL, 1u << 20, false}, {CMDS + 0x80, 1, true}};
 	vrd_chain(r, 0, b, 3);
 	for (unsigned i = 0; i < 100; i++)
 		vrd_publish(r, 0);
