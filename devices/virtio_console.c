@@ -18,13 +18,17 @@ static void console_config_read(struct virtio_dev *d, unsigned off, void *data, 
 	memcpy(data, (uint8_t *)&cfg + off, len);
 }
 
-/* Fills posted receive buffers from the host buffer; receive queue locked. */
+/* Fills posted receive buffers from the host buffer, one pass's budget of
+ * them (issue 26: buffers of no length take nothing, so a driver feeding
+ * them kept the pass going); receive queue locked. */
 static void console_fill_rx(struct virtio_console *c)
 {
 	struct virtq *q = &c->vdev.vqs[CONSOLE_RXQ];
+	struct virtio_budget budget = virtio_budget_pass();
 	uint16_t used_before = q->used_idx;
 	int ret = 0;
-	while (c->rx_count && q->size && (ret = virtq_pop(q, c->elem)) == 1) {
+	while (c->rx_count && q->size && virtio_budget_left(&budget) &&
+	       (ret = virtq_pop(q, c->elem)) == 1) {
 		uint64_t done = 0;
 		for (unsigned i = 0; i < c->elem->nin && c->rx_count; i++) {
 			struct iovec *v = &c->elem->in[i];
@@ -44,7 +48,10 @@ static void console_fill_rx(struct virtio_console *c)
 		}
 		virtq_push(q, c->elem->head, (uint32_t)done);
 		atomic_fetch_add(&c->rx_bytes, done);
+		virtio_budget_spend(&budget, done);
 	}
+	if (ret == 1 && c->rx_count && virtq_has_avail(q))
+		virtio_queue_yield(&c->vdev, CONSOLE_RXQ);
 	virtio_queue_end_pass(&c->vdev, CONSOLE_RXQ, ret, used_before);
 }
 

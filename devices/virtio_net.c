@@ -306,9 +306,13 @@ void virtio_net_tap_ready(struct virtio_net_pair *p)
 	if (n->vdev.vqs[qi].size && virtio_queue_live(&n->vdev, qi)) {
 		net_rx(p);
 	} else {
-		/* Not running: drain and drop, so the tap does not stay readable. */
-		ssize_t r;
-		while ((r = read(p->tap_fd, p->frame, VIRTIO_NET_FRAME_MAX)) > 0)
+		/* Not running: drain and drop, so the tap does not stay readable;
+		 * a pass's worth at a time (the loop comes back while the tap is
+		 * readable), so a flooded tap cannot hold the loop. */
+		ssize_t r = 0;
+		for (unsigned k = 0; k < VIRTIO_PASS_REQUESTS &&
+				     (r = read(p->tap_fd, p->frame, VIRTIO_NET_FRAME_MAX)) > 0;
+		     k++)
 			atomic_fetch_add(&n->rx_dropped, 1);
 		if (r < 0)
 			net_note_tap_error(p);

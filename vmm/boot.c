@@ -289,6 +289,13 @@ int boot_load(struct guest_mem *m, const struct boot_config *c, struct boot_resu
 		boot_synth_header(&bp.hdr);
 		r->kernel_start = ei.load_start;
 		r->kernel_end = ei.load_end;
+		/* PVH start-info ABI: the entry runs in 32-bit protected mode
+		 * with paging off, so it is a physical address below 4 GiB. */
+		if (c->entry != BOOT_ENTRY_LINUX && ei.pvh_entry >= (1ULL << 32))
+			return err_set(e, ERR_INPUT,
+				       "the PVH entry note's 0x%llx is at or above 4 GiB, out of "
+				       "reach of a 32-bit entry (--boot linux ignores the note)",
+				       (unsigned long long)ei.pvh_entry);
 		if (c->entry != BOOT_ENTRY_LINUX && ei.pvh_entry) {
 			r->path = BOOT_PATH_PVH;
 			r->entry = ei.pvh_entry;

@@ -26,12 +26,16 @@ struct machine_desc {
 	size_t npci_irqs;
 };
 
-/* The IOAPIC's ID (after the processors' APIC IDs): the IOAPIC's own ID
- * register holds 4 bits, and the MP table and the MADT must name the same
- * ID (MP spec 4.3.3; ACPI 6.5, 5.2.12.3). */
+/* The IOAPIC's ID, after the processors' APIC IDs 0..ncpus-1, so no CPU
+ * has it (MP spec 1.4, 4.3.3: APIC IDs are unique), the same in the MP
+ * table and the MADT (ACPI 6.5, 5.2.12.3); at most 254 vCPUs, so never
+ * 0xFF. The IOAPIC's own ID register holds 4 bits (82093AA): from 16 vCPUs
+ * on it shows the low bits; an x86-64 Linux takes the tables' ID, unique
+ * among IOAPICs (mp_register_ioapic), as QEMU's and Firecracker's tables
+ * have it too. Before, the ID stopped at 15, CPU 15's APIC ID. */
 static inline uint8_t machine_ioapic_id_for(unsigned ncpus)
 {
-	return (uint8_t)(ncpus < 15 ? ncpus : 15);
+	return (uint8_t)(ncpus < 0xFF ? ncpus : 0xFE);
 }
 static inline uint8_t machine_ioapic_id(const struct machine_desc *c)
 {

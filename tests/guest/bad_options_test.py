@@ -12,6 +12,7 @@ same one line), and skip only where no guest can boot.
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -111,10 +112,28 @@ CASES = [
     ("console-log is a socket", ["--console-log", "@sock"], r"--console-log .*/sock: ", True),
     # A link another user planted where root writes: not followed.
     ("console-log through another user's link", ["--console-log", "@link"], r"--console-log .*/link: a symbolic link another user owns \(uid 65534\): not followed", True),
+    # PVH start-info ABI: a 32-bit entry; a note above 4 GiB (issue 26)
+    # pointed into a segment loaded there and was entered truncated.
+    ("PVH entry above 4 GiB", ["!", "--kernel", "@pvh4g", "--memory", "5120"], r"the PVH entry note's 0x100000010 is at or above 4 GiB", False),
     ("unknown option", ["--frobnicate"], r"unknown option '--frobnicate' \(see --help\)", False),
     ("unknown short option", ["-x"], r"unknown option '-x' \(see --help\)", False),
     ("stray argument", ["stray"], r"unexpected argument 'stray' \(see --help\)", False),
 ]
+
+
+def elf_with_pvh_note(load, entry):
+    """An ELF64 vmlinux of one 4 KiB segment at physical `load` and a Xen
+    PHYS32_ENTRY note (descsz 8, as Linux writes it) saying `entry`."""
+    note = struct.pack("<III4sQ", 4, 8, 18, b"Xen\0", entry)
+    ehdr = struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, b"", 2, 62, 1,
+                       load, 64, 0, 0, 64, 56, 2, 64, 0, 0)
+    load_ph = struct.pack("<IIQQQQQQ", 1, 5, 0x1000, load, load, 0x1000, 0x1000, 0x1000)
+    note_ph = struct.pack("<IIQQQQQQ", 4, 4, 0x200, 0, 0, len(note), len(note), 4)
+    img = bytearray(0x2000)
+    img[0:64], img[64:120], img[120:176] = ehdr, load_ph, note_ph
+    img[0x200:0x200 + len(note)] = note
+    img[0x1000:0x1002] = b"\xeb\xfe"
+    return bytes(img)
 
 
 def main():
@@ -130,6 +149,8 @@ def main():
             with open(os.path.join(tmp, "notakernel"), "w") as f:
                 f.write("not a kernel\n")
             os.mkfifo(os.path.join(tmp, "fifo"))
+            with open(os.path.join(tmp, "pvh4g"), "wb") as f:
+                f.write(elf_with_pvh_note(0x100000000, 0x100000010))
             sock = socket.socket(socket.AF_UNIX)
             sock.bind(os.path.join(tmp, "sock"))
             os.symlink(os.path.join(tmp, "target"), os.path.join(tmp, "link"))
@@ -137,7 +158,7 @@ def main():
                 os.lchown(os.path.join(tmp, "link"), 65534, 65534)
 
             def place(a):
-                for name in ("notakernel", "fifo", "sock", "link"):
+                for name in ("notakernel", "fifo", "sock", "link", "pvh4g"):
                     a = a.replace("@" + name, os.path.join(tmp, name))
                 return a.replace("@kernel", kernel)
             if args and args[0] == "!":

@@ -339,6 +339,31 @@ START_TEST(test_checksums_hold_for_many_cpus)
 }
 END_TEST
 
+/* Issue 26: the IOAPIC's ID is no CPU's APIC ID (MP spec 1.4, 4.3.3), for
+ * every machine size; it stopped at 15, CPU 15's ID, from 16 vCPUs on. */
+START_TEST(test_ioapic_id_is_no_cpus_apic_id)
+{
+	const unsigned sizes[] = {1, 2, 15, 16, 17, 64, 200, 254};
+	for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct mp_parsed mp;
+		struct machine_desc c = {.ncpus = sizes[k]};
+		memset(ram.buf + LAYOUT_MPTABLE, 0, 16);
+		write_table(&c);
+		parse(&mp);
+		uint8_t id = 0xFF;
+		for (unsigned i = 0; i < mp.n; i++)
+			if (mp.e[i].type == E_IOAPIC)
+				id = mp.e[i].p[1];
+		ck_assert_uint_ne(id, 0xFF);
+		for (unsigned i = 0; i < mp.n; i++)
+			if (mp.e[i].type == E_CPU)
+				ck_assert_msg(mp.e[i].p[1] != id, "%u vCPUs: IOAPIC ID %u is a CPU's",
+					      sizes[k], id);
+		ck_assert_uint_eq(id, machine_ioapic_id(&c));
+	}
+}
+END_TEST
+
 static Suite *mptable_suite(void)
 {
 	Suite *s = suite_create("mptable");
@@ -359,6 +384,7 @@ static Suite *mptable_suite(void)
 	tcase_add_test(t, test_invalid_intx_0_rejected);
 	tcase_add_test(t, test_invalid_intx_5_rejected);
 	tcase_add_test(t, test_checksums_hold_for_many_cpus);
+	tcase_add_test(t, test_ioapic_id_is_no_cpus_apic_id);
 	suite_add_tcase(s, t);
 	return s;
 }
