@@ -37,11 +37,13 @@
 #define ARM_INTX	0xFFFFFFFFu
 
 #define VECTOR		0x50
+#define TICK_VECTOR	0x51 /* irqbench.inc: IRQBENCH_TICK_VECTOR, the rescue tick */
 #define DEFAULT_SAMPLES 2000
 #define MAX_FUNCS	32
 
 uint32_t irqbench_loop(uint32_t base_port, uint32_t arm_value, uint64_t samples);
 void irqbench_isr(void);
+void irqbench_tick_isr(void);
 extern uint16_t irqbench_ack_port;
 
 static struct {
@@ -221,6 +223,7 @@ int guest_main(struct boot_params *bp)
 		return 1;
 	trap_set_handler(0xFF, on_spurious);
 	trap_set_raw_gate(VECTOR, irqbench_isr);
+	trap_set_raw_gate(TICK_VECTOR, irqbench_tick_isr);
 	irqbench_ack_port = (uint16_t)(b.base + REG_ACK);
 	b.after = irqbench_loop(b.base, b.arm, b.samples);
 	if (run_user(report, NULL))

@@ -17,6 +17,12 @@ irqbench_loop:
 irqbench_isr:
 	IRQBENCH_ISR irqbench_ack_port
 
+/* The rescue tick's gate (IRQBENCH_TICK_VECTOR). */
+	.balign	16
+	.globl irqbench_tick_isr
+irqbench_tick_isr:
+	IRQBENCH_TICK_ISR
+
 	.data
 	.balign	2
 	.globl irqbench_ack_port

@@ -2,7 +2,7 @@
 # /init of the CI initramfs (make-ci-initramfs.py puts it there next to Debian's
 # static busybox). It runs the userspace checks of one scripts/vmm-ci cell and
 # reports them on /dev/console (ttyS0) with this protocol, one line each:
-#   VMMCI: protocol 1
+#   VMMCI: protocol 2
 #   VMMCI: virtio NAME DEVICE-ID          (from /sys/bus/virtio/devices)
 #   VMMCI: interrupts LINE                (each virtio line of /proc/interrupts)
 #   VMMCI: check NAME ok|FAIL|skip DETAIL
@@ -10,9 +10,12 @@
 #   VMMCI: hvc0 ready                     (the runner may now type on hvc0)
 #   VMMCI: done ok N | VMMCI: done FAIL N (N = checks run / failed)
 #   VMMCI: run N start | VMMCI: run N stdout|stderr LINE | VMMCI: run N end
-#                                         (the user's commands, after the checks:
-#                                         their exit status goes through the VMM's
-#                                         status port, never through a console line)
+#                                         (the user's commands, after the verdict,
+#                                         as user ci unless /vmmci/run-as says
+#                                         root: their exit status goes through the
+#                                         VMM's status port, never through a
+#                                         console line; protocol 2: nothing but
+#                                         run lines counts once one has started)
 # then `reboot -f` when every check passed (VMM exit 0), or exits, which makes
 # the kernel panic ("Attempted to kill init", VMM exit 4). The runner judges
 # the interrupt lines; everything else is judged here.

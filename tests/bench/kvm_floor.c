@@ -64,6 +64,7 @@
 #define BASE_PORT   0x6000u /* ACK +0, ARM +4, SAMPLES +0xC (irqbench.inc) */
 #define DONE_PORT   0xF4u
 #define VECTOR	    0x50u
+#define TICK_VECTOR 0x51u /* irqbench.inc: IRQBENCH_TICK_VECTOR, the rescue tick */
 #define INTX_GSI    16u
 #define MSI_GSI	    24u
 #define ARM_INTX    0xFFFFFFFFu
@@ -74,7 +75,8 @@ static const char *const mode_names[] = {"msi-signal", "msi-irqfd", "intx-line",
 
 extern const uint8_t kvm_floor_guest_start[], kvm_floor_guest_end[];
 extern const uint8_t kvm_floor_guest_base_port[], kvm_floor_guest_arm_value[],
-    kvm_floor_guest_count[], kvm_floor_guest_entry[], kvm_floor_guest_isr[];
+    kvm_floor_guest_count[], kvm_floor_guest_entry[], kvm_floor_guest_isr[],
+    kvm_floor_guest_tick_isr[];
 
 static struct {
 	enum mode mode;
@@ -146,6 +148,22 @@ static void put64(uint64_t gpa, uint64_t v)
 /* Page tables (0..4 GiB identity, 2 MiB pages; the top GiB uncached for the
  * LAPIC), a GDT with a 64-bit code and a data segment, an IDT with one gate,
  * and the guest code. Intel SDM vol. 3, 4.5, 3.4.5, 6.14.1. */
+/* IDT entry `vector`: a 64-bit interrupt gate, DPL 0, to the guest code
+ * at `handler` (an address in the copied code). */
+static void set_gate(uint8_t *ram, unsigned vector, const uint8_t *handler)
+{
+	uint64_t isr = CODE_GPA + (uint64_t)(handler - kvm_floor_guest_start);
+	uint8_t *gate = ram + IDT_GPA + 16 * vector;
+	uint16_t lo = (uint16_t)isr, mid = (uint16_t)(isr >> 16), sel = 0x08;
+	uint32_t hi = (uint32_t)(isr >> 32);
+	memcpy(gate + 0, &lo, 2);
+	memcpy(gate + 2, &sel, 2);
+	gate[4] = 0;
+	gate[5] = 0x8E; /* present, DPL 0, 64-bit interrupt gate */
+	memcpy(gate + 6, &mid, 2);
+	memcpy(gate + 8, &hi, 4);
+}
+
 static void setup_guest(void)
 {
 	size_t code_len = (size_t)(kvm_floor_guest_end - kvm_floor_guest_start);
@@ -165,16 +183,8 @@ static void setup_guest(void)
 	put64(GDT_GPA + 16, 0x00CF92000000FFFFull); /* 0x10: data */
 
 	memcpy(f.ram + CODE_GPA, kvm_floor_guest_start, code_len);
-	uint64_t isr = CODE_GPA + (uint64_t)(kvm_floor_guest_isr - kvm_floor_guest_start);
-	uint8_t *gate = f.ram + IDT_GPA + 16 * VECTOR;
-	uint16_t lo = (uint16_t)isr, mid = (uint16_t)(isr >> 16), sel = 0x08;
-	uint32_t hi = (uint32_t)(isr >> 32);
-	memcpy(gate + 0, &lo, 2);
-	memcpy(gate + 2, &sel, 2);
-	gate[4] = 0;
-	gate[5] = 0x8E; /* present, DPL 0, 64-bit interrupt gate */
-	memcpy(gate + 6, &mid, 2);
-	memcpy(gate + 8, &hi, 4);
+	set_gate(f.ram, VECTOR, kvm_floor_guest_isr);
+	set_gate(f.ram, TICK_VECTOR, kvm_floor_guest_tick_isr);
 
 	uint32_t base = BASE_PORT, arm = f.mode <= MSI_IRQFD ? 0 : ARM_INTX;
 	uint64_t count = f.samples_wanted;

@@ -61,6 +61,11 @@ floor_loop:
 kvm_floor_guest_isr:
 	IRQBENCH_ISR floor_ack_port
 
+	.balign	16
+	.globl kvm_floor_guest_tick_isr
+kvm_floor_guest_tick_isr:
+	IRQBENCH_TICK_ISR
+
 	.globl kvm_floor_guest_end
 kvm_floor_guest_end:
 
