@@ -51,7 +51,12 @@ def make_partitioned_disk(path, mib=DISK_MIB):
     mbr[446:462] = entry(P1_START, P1_SECTORS)
     mbr[462:478] = entry(p2_start, total - p2_start)
     mbr[510:512] = b"\x55\xaa"
-    with open(path, "wb") as f:
+    # A new file, never through a link someone left at the path (issue 26:
+    # the runner writes here as root).
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as f:
         f.write(mbr)
         f.truncate(total * 512)
 

@@ -261,6 +261,39 @@ class Typing(unittest.TestCase):
             proc.stdin.close()
 
 
+class Files(unittest.TestCase):
+    """Issue 26: the runner, often root, writes only where others cannot
+    lead it elsewhere."""
+
+    def test_out_dir_others_can_write_is_refused(self):
+        import importlib.machinery
+        import importlib.util
+        path = os.path.join(HERE, "..", "..", "scripts", "vmm-ci")
+        loader = importlib.machinery.SourceFileLoader("vmm_ci_script", path)
+        spec = importlib.util.spec_from_loader("vmm_ci_script", loader)
+        cli = importlib.util.module_from_spec(spec)
+        loader.exec_module(cli)
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o755)
+            cli.check_out_dir(d)
+            os.chmod(d, 0o777)
+            with self.assertRaises(ValueError):
+                cli.check_out_dir(d)
+
+    def test_the_disk_image_is_never_written_through_a_link(self):
+        with tempfile.TemporaryDirectory() as d:
+            victim = os.path.join(d, "victim")
+            with open(victim, "wb") as f:
+                f.write(b"keep")
+            img = os.path.join(d, "vda.img")
+            os.symlink(victim, img)
+            cellrun.make_partitioned_disk(img, mib=16)
+            with open(victim, "rb") as f:
+                self.assertEqual(f.read(), b"keep")
+            self.assertFalse(os.path.islink(img))
+            self.assertEqual(os.path.getsize(img), 16 << 20)
+
+
 class Property(unittest.TestCase):
     """Random and adversarial text after the first user command: no check of
     ours moves, and the time per byte stays bounded."""
