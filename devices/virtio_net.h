@@ -56,7 +56,7 @@ struct virtio_net {
 	struct log *log;
 	atomic_uint_fast64_t rx_frames, tx_frames, rx_dropped, tx_errors;
 	atomic_uint_fast64_t ctrl_ok, ctrl_err; /* control commands answered OK / ERR */
-	atomic_uint_fast64_t pairs_applied; /* control passes that applied a pair count */
+	atomic_uint_fast64_t pairs_applied;	/* control passes that applied a pair count */
 };
 
 struct err;

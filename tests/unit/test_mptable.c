@@ -357,8 +357,8 @@ START_TEST(test_ioapic_id_is_no_cpus_apic_id)
 		ck_assert_uint_ne(id, 0xFF);
 		for (unsigned i = 0; i < mp.n; i++)
 			if (mp.e[i].type == E_CPU)
-				ck_assert_msg(mp.e[i].p[1] != id, "%u vCPUs: IOAPIC ID %u is a CPU's",
-					      sizes[k], id);
+				ck_assert_msg(mp.e[i].p[1] != id,
+					      "%u vCPUs: IOAPIC ID %u is a CPU's", sizes[k], id);
 		ck_assert_uint_eq(id, machine_ioapic_id(&c));
 	}
 }
