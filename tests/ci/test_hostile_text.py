@@ -19,7 +19,6 @@ and adversarial console text.
 Bounds on time are 10-30x what was measured here (see each), so a loaded
 box does not fail them; the quadratic parsers took 100 s and more.
 """
-import json
 import os
 import random
 import subprocess
@@ -32,20 +31,9 @@ import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+sys.path.insert(0, HERE)
+from test_consolelog import load, vmm_ci_module  # noqa: E402
 from vmmci import cellrun, consolelog, ktap, report, usercmd  # noqa: E402
-
-FIXTURES = os.path.join(HERE, "fixtures")
-
-
-def load(name):
-    d = os.path.join(FIXTURES, name)
-    with open(os.path.join(d, "console.log"), errors="replace") as f:
-        console = f.read()
-    with open(os.path.join(d, "vmm.stderr"), errors="replace") as f:
-        stderr = f.read()
-    with open(os.path.join(d, "case.json")) as f:
-        case = json.load(f)
-    return console, stderr, case
 
 
 def protocol2(console):
@@ -266,13 +254,7 @@ class Files(unittest.TestCase):
     lead it elsewhere."""
 
     def test_out_dir_others_can_write_is_refused(self):
-        import importlib.machinery
-        import importlib.util
-        path = os.path.join(HERE, "..", "..", "scripts", "vmm-ci")
-        loader = importlib.machinery.SourceFileLoader("vmm_ci_script", path)
-        spec = importlib.util.spec_from_loader("vmm_ci_script", loader)
-        cli = importlib.util.module_from_spec(spec)
-        loader.exec_module(cli)
+        cli = vmm_ci_module()
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o755)
             cli.check_out_dir(d)
