@@ -173,6 +173,10 @@ class Pool:
             why += f" (earlier its kernel said: {host.slow_line})"
         host.state, host.why = "dead", why
         self.dead[host.n] = why
+        # A death counts as activity: the daemon stays a full idle period,
+        # so the commands that were on the host can still ask why, however
+        # slowly a loaded box runs them.
+        self.idle_since = time.monotonic()
         print(f"vmm-host: host {host.n} dead: {why}", file=sys.stderr, flush=True)
         for p in [host.proc, host.vfsd]:
             try:
