@@ -587,7 +587,10 @@ void options_print_help(FILE *out, const char *argv0)
 		     "  12   the VMM made a system call its seccomp filter forbids (named on\n"
 		     "       stderr): a VMM bug or an attack\n"
 		     "  14   the emulated KVM host failed (no QEMU, no kernel package, the host\n"
-		     "       stuck or gone; named on stderr)\n");
+		     "       stuck or gone; named on stderr)\n"
+		     "  any  the byte the guest wrote to the status port 0x510, even one of the\n"
+		     "       codes above: the stop line then says \"chosen by the guest; stop:\n"
+		     "       guest-status\"\n");
 }
 
 char *options_kernel_cmdline(const struct vm_options *o)
