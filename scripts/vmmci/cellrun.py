@@ -499,9 +499,7 @@ def error_result(cell, exc):
     with what was raised; the other cells and the reports go on."""
     what = f"{type(exc).__name__}: {exc}"[:2000]
     return {
-        "id": cell.id, "kernel": cell.kernel.to_dict(), "version": cell.kernel.version,
-        "variant": cell.kernel.variant or None, "mode": cell.mode, "cpus": cell.cpus,
-        "repeat": cell.repeat, "full": cell.full, "result": "fail", "userspace": "not run",
+        **cell_identity(cell), "result": "fail", "userspace": "not run",
         "boot": {"run_init_dmesg_s": None, "wall_s": {}, "vmm_wall_s": 0, "vmm_exit": None},
         "irq": {}, "proc_interrupts": {},
         "checks": [consolelog.Check("runner", consolelog.FAIL,
@@ -511,13 +509,17 @@ def error_result(cell, exc):
     }
 
 
+def cell_identity(cell):
+    """The fields that name a cell in results.json, whatever its result."""
+    return {"id": cell.id, "kernel": cell.kernel.to_dict(), "version": cell.kernel.version,
+            "variant": cell.kernel.variant or None, "mode": cell.mode, "cpus": cell.cpus,
+            "repeat": cell.repeat, "full": cell.full}
+
+
 def cell_result(cell, e, c, stats, checks, code, session, marks, cmdline, argv):
     failed = [x for x in checks if x.status == consolelog.FAIL]
     return {
-        "id": cell.id, "kernel": cell.kernel.to_dict(), "version": cell.kernel.version,
-        "variant": cell.kernel.variant or None, "boot": cell.boot, "mode": cell.mode,
-        "cpus": cell.cpus,
-        "repeat": cell.repeat, "full": cell.full,
+        **cell_identity(cell),
         "result": "fail" if failed else "pass",
         "userspace": "ran" if e.userspace else e.userspace_skip,
         "boot": {"run_init_dmesg_s": c.run_init, "wall_s": marks,

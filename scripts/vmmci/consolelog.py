@@ -22,7 +22,7 @@ DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
 SYSLOG_LEVEL = re.compile(r"^<(\d{1,3})>")
 RUN_INIT = re.compile(r"Run (\S+) as init process")
 MARKER = "VMMCI: "  # at the start of a line's text, never inside it
-USER_START = re.compile(r"VMMCI: run \d+ start$")
+USER_START = re.compile(r"run \d+ start$")  # a marker's text: the first user command
 
 # Lines that must never appear (the issue's list, plus oopses).
 BAD_LINES = [
@@ -98,7 +98,11 @@ class Console:
     done: object = None  # ("ok", n) or ("FAIL", detail)
     protocol: object = None
     user_started: bool = False  # a "run N start" was seen: the user's commands run
-    ignored: int = 0  # markers not taken: after the first user command, or repeated
+
+    def commands_fenced(self):
+        """From protocol 2 on, /init says all of ours before the first user
+        command, so nothing after it is ours to judge (issue 26)."""
+        return self.user_started and (self.protocol or "1") != "1"
 
 
 def parse_console(text):
@@ -111,20 +115,16 @@ def parse_console(text):
             line = line[lv.end():]
         m = DMESG_TS.match(line)
         ts, body = (float(m.group(1)), m.group(2)) if m else (None, line)
-        if not c.after and (c.protocol or "1") != "1" and USER_START.match(body):
-            c.user_started = True  # issue 26: nothing from here on is ours to judge
-        if c.user_started and (c.protocol or "1") != "1":
+        if body.startswith(MARKER):
+            parse_marker(c, body[len(MARKER):])  # the first "run N start" fences
+        if c.commands_fenced():
             c.levels.pop()
             c.after.append((ts, body))
-            if body.startswith(MARKER):
-                parse_marker(c, body[len(MARKER):])
             continue
         c.lines.append((ts, body))
         m = RUN_INIT.search(body)
         if m and c.run_init is None:
             c.run_init, c.init_path = ts, m.group(1)
-        if body.startswith(MARKER):
-            parse_marker(c, body[len(MARKER):])
     return c
 
 
@@ -136,13 +136,11 @@ def parse_marker(c, text):
     A check, the verdict or the protocol said twice keeps its first word."""
     word, _, rest = text.partition(" ")
     if word == "run":
-        c.user_started = c.user_started or rest.split(" ")[1:2] == ["start"]
-    elif c.user_started and (c.protocol or "1") != "1":
-        c.ignored += 1
+        c.user_started = c.user_started or bool(USER_START.match(text))
+    elif c.commands_fenced():
         return
     if (word == "protocol" and c.protocol is not None) or (word == "done" and c.done) or (
             word == "check" and rest.partition(" ")[0] in c.checks):
-        c.ignored += 1
         return
     c.markers.append(text)
     if word == "protocol":

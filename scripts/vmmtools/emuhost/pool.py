@@ -166,7 +166,8 @@ class Pool:
         self.image = image.prepare()
 
     def kill(self, host, why):
-        """Under cv: the host is dead; its leases are told why."""
+        """Under cv: the host is dead, and why is kept for the "why" op (its
+        leases' streams end with QEMU; their clients ask)."""
         if host.state == "dead":
             return
         if host.slow_line and host.slow_line not in why:
@@ -337,9 +338,7 @@ def _serve_conn(pool, conn):
         elif op == "status":
             conn.sendall((json.dumps(pool.status()) + "\n").encode())
         elif op == "stop":
-            with pool.cv:
-                pool.stopping = True
-                pool.cv.notify_all()
+            pool_stop(pool)
             conn.sendall(b'{"ok": true}\n')
 
 
