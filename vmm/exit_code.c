@@ -21,12 +21,12 @@ int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value)
 const char *stop_kind_for(enum machine_stop_reason reason)
 {
 	switch (reason) {
-	case MACHINE_STOP_GUEST_RESET: return "reset";
+	case MACHINE_STOP_GUEST_RESET: return STOP_KIND_RESET;
 	case MACHINE_STOP_GUEST_PANIC: return STOP_KIND_PANIC;
-	case MACHINE_STOP_GUEST_EXIT_VALUE: return "debug-exit";
-	case MACHINE_STOP_GUEST_STATUS: return "guest-status";
-	case MACHINE_STOP_GUEST_CRASH: return "crash";
+	case MACHINE_STOP_GUEST_EXIT_VALUE: return STOP_KIND_DEBUG_EXIT;
+	case MACHINE_STOP_GUEST_STATUS: return STOP_KIND_GUEST_STATUS;
+	case MACHINE_STOP_GUEST_CRASH: return STOP_KIND_CRASH;
 	case MACHINE_STOP_HOST_FAILURE: return STOP_KIND_HOST;
 	}
-	return "crash";
+	return STOP_KIND_CRASH;
 }

@@ -33,9 +33,13 @@ int exit_code_for_stop(enum machine_stop_reason reason, uint32_t value);
  * comes from the reason, never from the exit code, which a guest may pick
  * through the status port (any byte, the VMM's own codes included). */
 const char *stop_kind_for(enum machine_stop_reason reason);
-#define STOP_KIND_TIMEOUT     "timeout"
-#define STOP_KIND_INTERRUPTED "interrupted"
-#define STOP_KIND_PANIC	      "panic"
-#define STOP_KIND_HOST	      "host"
+#define STOP_KIND_RESET	       "reset"
+#define STOP_KIND_PANIC	       "panic"
+#define STOP_KIND_DEBUG_EXIT   "debug-exit"
+#define STOP_KIND_GUEST_STATUS "guest-status"
+#define STOP_KIND_CRASH	       "crash"
+#define STOP_KIND_HOST	       "host"
+#define STOP_KIND_TIMEOUT      "timeout"
+#define STOP_KIND_INTERRUPTED  "interrupted"
 
 #endif

@@ -608,8 +608,8 @@ static void vm_report(struct vm *vm, int code)
 	enum log_level level = (code == EXIT_GUEST_OFF || (code & 1)) ? LOG_INFO : LOG_WARN;
 	/* "stop: KIND" says who chose the code: a status-port byte is the
 	 * guest's, whatever its value (README, "Exit codes"). */
-	const char *kind = vm->stop_kind ? vm->stop_kind : "crash";
-	bool guests = !strcmp(kind, "guest-status");
+	const char *kind = vm->stop_kind ? vm->stop_kind : STOP_KIND_CRASH;
+	bool guests = !strcmp(kind, STOP_KIND_GUEST_STATUS);
 	log_msg(&vm->log, level, "guest stopped: %s (exit code %d%s; stop: %s)", vm->stop_why, code,
 		guests ? ", chosen by the guest" : "", kind);
 	uint64_t fb[VCPU_FALLBACK_COUNT] = {0}, fb_total = 0;
