@@ -109,13 +109,7 @@ START_TEST(test_rng_pass_stops_at_its_budget_and_yields)
 		vrd_desc(&vr[0], i, BUF, 1u << 20, VQ_WRITE, 0);
 		vrd_publish(&vr[0], i);
 	}
-	rng.vdev.ops->queue_notify(&rng.vdev, 0);
-	ck_assert_uint_eq(vrd_used_idx(&vr[0]), per_pass);
-	ck_assert_uint_eq(ft.yields[0], 1);
-	ck_assert_uint_eq(ft.used[0], 1);	  /* one interrupt decision for the pass */
-	rng.vdev.ops->queue_notify(&rng.vdev, 0); /* what the yield brings back */
-	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 100);
-	ck_assert_uint_eq(ft.yields[0], 1); /* nothing left behind this time */
+	expect_budget_passes(&ft, &rng.vdev, 0, &vr[0], per_pass, 100);
 	for (unsigned k = 0; k < 100; k++)
 		ck_assert_uint_eq(used_len_of(&vr[0], k), VIRTIO_REQUEST_BYTES_MAX);
 	ck_assert_uint_eq(atomic_load(&rng.bytes), 100ULL * VIRTIO_REQUEST_BYTES_MAX);
@@ -469,13 +463,7 @@ START_TEST(test_blk_sync_completions_pass_stops_at_its_budget_and_yields)
 	blk_req(0, T_GET_ID, 0, d, 1);
 	for (unsigned i = 1; i < 100; i++)
 		vrd_publish(&vr[0], 0);
-	blk.vdev.ops->queue_notify(&blk.vdev, 0);
-	ck_assert_uint_eq(vrd_used_idx(&vr[0]), per_pass);
-	ck_assert_uint_eq(ft.yields[0], 1);
-	ck_assert_uint_eq(ft.used[0], 1);	  /* one interrupt decision for the pass */
-	blk.vdev.ops->queue_notify(&blk.vdev, 0); /* what the yield brings back */
-	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 100);
-	ck_assert_uint_eq(ft.yields[0], 1);
+	expect_budget_passes(&ft, &blk.vdev, 0, &vr[0], per_pass, 100);
 	ck_assert_uint_eq(ft.needs_reset, 0);
 	ck_assert_uint_eq(atomic_load(&blk.stats.get_ids), 100);
 }

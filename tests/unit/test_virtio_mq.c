@@ -570,12 +570,7 @@ START_TEST(test_net_ctrl_pass_stops_at_its_budget_and_yields)
 	vrd_chain(r, 0, b, 3);
 	for (unsigned i = 0; i < 100; i++)
 		vrd_publish(r, 0);
-	net.vdev.ops->queue_notify(&net.vdev, cq);
-	ck_assert_uint_eq(vrd_used_idx(r), per_pass);
-	ck_assert_uint_eq(ft.yields[cq], 1);
-	net.vdev.ops->queue_notify(&net.vdev, cq); /* what the yield brings back */
-	ck_assert_uint_eq(vrd_used_idx(r), 100);
-	ck_assert_uint_eq(ft.yields[cq], 1);
+	expect_budget_passes(&ft, &net.vdev, cq, r, per_pass, 100);
 	ck_assert_uint_eq(atomic_load(&net.ctrl_err), 100);
 	ck_assert_uint_eq(ft.needs_reset, 0);
 }

@@ -304,6 +304,18 @@ void fake_dev_queue(struct virtio_dev *d, unsigned q, const struct guest_mem *m,
 	ck_assert_msg(ret == 0, "virtq_init of queue %u: %s", q, virtq_error_name(ret));
 }
 
+void expect_budget_passes(struct fake_transport *f, struct virtio_dev *d, unsigned q,
+			  const struct vring_drv *v, uint16_t per_pass, uint16_t total)
+{
+	d->ops->queue_notify(d, q);
+	ck_assert_uint_eq(vrd_used_idx(v), per_pass);
+	ck_assert_uint_eq(f->yields[q], 1);
+	ck_assert_uint_eq(f->used[q], 1); /* one interrupt decision for the pass */
+	d->ops->queue_notify(d, q);	  /* what the yield brings back */
+	ck_assert_uint_eq(vrd_used_idx(v), total);
+	ck_assert_uint_eq(f->yields[q], 1); /* nothing left behind this time */
+}
+
 /* ---- probe device ---- */
 
 static void probe_notify(struct virtio_dev *d, unsigned qi)

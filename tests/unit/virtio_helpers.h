@@ -116,6 +116,12 @@ void fake_transport_attach(struct fake_transport *f, struct virtio_dev *d, uint6
 /* virtq_init of the device's queue q over the ring; fails the test if refused. */
 void fake_dev_queue(struct virtio_dev *d, unsigned q, const struct guest_mem *m,
 		    const struct vring_drv *v);
+/* The per-pass budget (issues 17, 26), with `total` buffers queued on q:
+ * one notify serves `per_pass` of them and yields once, with one interrupt
+ * decision; the notify the yield brings back serves the rest and yields no
+ * more. */
+void expect_budget_passes(struct fake_transport *f, struct virtio_dev *d, unsigned q,
+			  const struct vring_drv *v, uint16_t per_pass, uint16_t total);
 
 /* A test device: `nq` queues of at most `qmax` entries, 12 bytes of config
  * reading 0x30 + offset, features bits 0 and 5 offered. Each notify fills
