@@ -7,7 +7,7 @@
  *    written again. (A plain irqfd on a level pin would only pulse.)
  *  - line: KVM_IRQ_LINE raise/lower as the OR changes.
  */
-#include "irq.h"
+#include "irq/irq.h"
 
 #include "vmm/base/clock.h"
 

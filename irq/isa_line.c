@@ -1,5 +1,5 @@
 /* ISA line door (GSI 0-15): one owner per line, level changes forwarded. */
-#include "irq.h"
+#include "irq/irq.h"
 
 #include "vmm/base/clock.h"
 

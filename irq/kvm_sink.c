@@ -1,4 +1,4 @@
-#include "kvm_sink.h"
+#include "irq/kvm_sink.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

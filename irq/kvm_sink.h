@@ -5,7 +5,7 @@
 #ifndef IRQ_KVM_SINK_H
 #define IRQ_KVM_SINK_H
 
-#include "irq.h"
+#include "irq/irq.h"
 
 struct irq_kvm_sink {
 	int vm_fd;

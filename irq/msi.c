@@ -12,7 +12,7 @@
  * (irq_routes_begin/commit, as QEMU's kvm_irqchip_commit_routes): enabling
  * MSI-X with N vectors unmasked is one table, not N.
  */
-#include "irq.h"
+#include "irq/irq.h"
 
 #include "vmm/base/clock.h"
 #include "vmm/base/log.h"

@@ -1,6 +1,6 @@
 /* The interrupt door's lifetime: one router per machine, holding the ISA
  * lines, the INTx pins and the MSI vectors that devices get from it. */
-#include "irq.h"
+#include "irq/irq.h"
 
 #include <stdlib.h>
 #include <string.h>

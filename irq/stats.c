@@ -1,5 +1,5 @@
 /* --stats: what went through the door, per ISA line, INTx pin and vector. */
-#include "irq.h"
+#include "irq/irq.h"
 
 #include "vmm/base/stat.h"
 

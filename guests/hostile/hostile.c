@@ -215,7 +215,8 @@ static void find_devices(void)
 			return;
 		expect(d->vp.common.bar == 0 && d->vp.notify.bar == 0 && d->vp.isr.bar == 0 &&
 			   d->pf->bar_size[0] == VP_BAR0_SIZE && d->pf->bar_size[2] != 0,
-		       "%s: virtio structures in a %u-byte BAR0 and a BAR2 (devices/virtio_pci.h), "
+		       "%s: virtio structures in a %u-byte BAR0 and a BAR2 "
+		       "(devices/virtio/virtio_pci.h), "
 		       "BAR0 is %lu bytes",
 		       d->name, VP_BAR0_SIZE, d->pf->bar_size[0]);
 	}

@@ -27,7 +27,7 @@
 /* The devices a run needs: --disk, --rng and --device testdev. */
 enum { HD_BLK, HD_RNG, HD_TD, HD_COUNT };
 
-/* The testdev (devices/pci_testdev.h). */
+/* The testdev (devices/pci/pci_testdev.h). */
 #define TESTDEV_VENDOR	0x1234
 #define TESTDEV_DEVICE	0x7E57
 #define TESTDEV_MAGIC	0x56454454u
@@ -36,7 +36,7 @@ enum { HD_BLK, HD_RNG, HD_TD, HD_COUNT };
 #define TD_INTX_PENDING 0x0C
 #define TD_INTX_ACK	0x10
 
-/* The BAR0 layout of the VMM's virtio devices (devices/virtio_pci.h), which
+/* The BAR0 layout of the VMM's virtio devices (devices/virtio/virtio_pci.h), which
  * the cases check against what the capabilities say. */
 #define VP_BAR0_SIZE  0x4000u
 #define VP_DEVICE_OFF 0x2000u

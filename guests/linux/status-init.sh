@@ -4,7 +4,7 @@
 # exit status"). The command comes base64-encoded on the kernel command
 # line as status.run=... (as virtme-ng carries its command), so any
 # characters survive; without it, /init runs `true`.
-# The status goes through the VMM's status port (devices/guest_status.h:
+# The status goes through the VMM's status port (devices/legacy/guest_status.h:
 # a byte written at port 0x510 ends the VM with that status), written from
 # the shell through /dev/port (CONFIG_DEVPORT, on in most kernels).
 PATH=/bin

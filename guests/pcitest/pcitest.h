@@ -14,7 +14,7 @@
 #include "guest/msix.h"
 #include "guest/pcienum.h"
 
-/* The testdev as the VMM defines it (devices/pci_testdev.h). */
+/* The testdev as the VMM defines it (devices/pci/pci_testdev.h). */
 #define TESTDEV_VENDOR	    0x1234
 #define TESTDEV_DEVICE	    0x7E57
 #define TESTDEV_CLASS	    0xFF0000u

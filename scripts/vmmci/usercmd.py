@@ -1,7 +1,7 @@
 """The user's own commands in a cell (vmm-ci --run / --run-file / --include):
 their output from the console markers /init writes (guests/linux/ci-init.sh:
 "VMMCI: run N start|stdout LINE|stderr LINE|end"), their exit status from the
-VMM's stderr, where the guest status port (devices/guest_status.h) reports
+VMM's stderr, where the guest status port (devices/legacy/guest_status.h) reports
 it: "vmm: info: guest status: command N ended with status S[ (stopped by its
 timeout)]". A command's own output cannot fake its status: the console is
 not read for it."""

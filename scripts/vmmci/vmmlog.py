@@ -55,7 +55,7 @@ def parse_stats(text):
     return s
 
 
-# ---- the VMM's -v "cpu:" lines (vmm/vcpu.c) ----
+# ---- the VMM's -v "cpu:" lines (vmm/cpu/vcpu.c) ----
 
 @dataclass
 class HostCpu:
@@ -83,7 +83,7 @@ def parse_host_cpu(text, e):
 
 
 def intx_pin(slot):
-    """The IOAPIC pin of a device's INTA (devices/pci.h: 16 + slot % 8)."""
+    """The IOAPIC pin of a device's INTA (devices/pci/pci.h: 16 + slot % 8)."""
     return 16 + slot % 8
 
 
@@ -120,7 +120,7 @@ class StopCause:
 STOP_KINDS = ("reset", "poweroff", "init-syscall-panic", "panic", "emulation-failure", "triple-fault",
               "kvm-error", "timeout", "interrupted", "host", "seccomp", "guest-status",
               "guest-exit", "unknown")
-# The VMM's stop line names who ended the VM ("stop: KIND", vmm/exit_code.c):
+# The VMM's stop line names who ended the VM ("stop: KIND", vmm/host/exit_code.c):
 # the kind comes from there, never from the exit code, which the guest
 # picks when it ends through the status port (12 is not seccomp then).
 VMM_STOP_KINDS = {"reset": "reset", "panic": "panic", "debug-exit": "guest-exit",
@@ -183,5 +183,5 @@ def stop_cause(c, stderr_text, code):
     else:  # no stop line (an older VMM's, or one that was killed): by the code
         kind = {0: "reset", 6: "timeout", 8: "host", 10: "interrupted"}.get(code, "unknown")
     if kind == "reset" and "ACPI S5" in why:
-        kind = "poweroff"  # devices/acpi_pm.c: the FADT's sleep control register
+        kind = "poweroff"  # devices/legacy/acpi_pm.c: the FADT's sleep control register
     return StopCause(kind, why)

@@ -1,5 +1,5 @@
 /*
- * Host-side benchmark of the virtio-blk device model (devices/virtio_blk.c)
+ * Host-side benchmark of the virtio-blk device model (devices/virtio/virtio_blk.c)
  * with no KVM: this program is the guest driver. It builds fake guest RAM
  * (guest_mem_init_with over an aligned buffer), lays out one split
  * virtqueue in it (virtio 1.2, 2.7: descriptor table, available ring, used
@@ -22,9 +22,9 @@
  * asks for NEEDS_RESET, the used ring is inconsistent, or nothing
  * completes for 5 s; 2 on usage errors.
  */
-#include "devices/virtio.h"
-#include "devices/virtio_blk.h"
-#include "devices/virtqueue.h"
+#include "devices/virtio/virtio.h"
+#include "devices/virtio/virtio_blk.h"
+#include "devices/virtio/virtqueue.h"
 #include "vmm/base/clock.h"
 #include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"

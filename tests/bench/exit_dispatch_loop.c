@@ -1,6 +1,6 @@
 /*
  * The VMM's exit dispatch, N times, with no KVM: the machine is built by
- * the same builder as ./vmm (vmm/machine.h, from a command line: a kernel
+ * the same builder as ./vmm (vmm/machine/machine.h, from a command line: a kernel
  * loaded, COM1, a virtio-rng on the PCI bus with its BARs placed), with a
  * quiet interrupt sink instead of KVM; a fake kvm_run area holds the exits
  * vbench measures from the guest (a port-I/O read of COM1's scratch
@@ -11,13 +11,13 @@
  * vcpu_dispatch(), and divides by N.
  *   exit_dispatch_loop pio|mmio N KERNEL
  */
-#include "devices/uart8250.h"
-#include "devices/virtio_pci.h"
+#include "devices/legacy/uart8250.h"
+#include "devices/virtio/virtio_pci.h"
 #include "irq/irq.h"
 #include "vmm/base/err.h"
-#include "vmm/machine.h"
-#include "vmm/options.h"
-#include "vmm/vcpu.h"
+#include "vmm/cpu/vcpu.h"
+#include "vmm/machine/machine.h"
+#include "vmm/options/options.h"
 
 #include <linux/kvm.h>
 #include <linux/pci_regs.h>

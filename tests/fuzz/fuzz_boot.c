@@ -12,7 +12,7 @@
 #include "fuzz_common.h"
 
 #include "vmm/base/err.h"
-#include "vmm/boot.h"
+#include "vmm/boot/boot.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /*
  * libFuzzer target: the guest-facing arithmetic of the emulation paths
  * with no device model around them. Input: a mode byte, then
- *  mode even: the RTC/CMOS (devices/rtc.c), as pairs (index, value) on
+ *  mode even: the RTC/CMOS (devices/legacy/rtc.c), as pairs (index, value) on
  *    ports 0x70/0x71 (value bit 0 of the index byte's top: read instead);
  *    the year arithmetic once overflowed after repeated writes;
- *  mode odd: the page walk (vmm/page_walk.c): 40 bytes of CR0, CR3, CR4,
+ *  mode odd: the page walk (vmm/cpu/page_walk.c): 40 bytes of CR0, CR3, CR4,
  *    EFER, RFLAGS, then 8-byte linear addresses, walked with each access
  *    kind and CPL 0 and 3 over 1 MiB of RAM the rest of the input fills
  *    (page tables included). Every translation must land inside RAM.
@@ -12,8 +12,8 @@
  */
 #include "fuzz_common.h"
 
-#include "devices/rtc.h"
-#include "vmm/page_walk.h"
+#include "devices/legacy/rtc.h"
+#include "vmm/cpu/page_walk.h"
 
 #include <linux/kvm.h>
 

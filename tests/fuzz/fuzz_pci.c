@@ -19,7 +19,7 @@
 #include "fuzz_common.h"
 #include "fuzz_sink.h"
 
-#include "devices/pci_testdev.h"
+#include "devices/pci/pci_testdev.h"
 #include "irq/irq.h"
 #include "vmm/base/bus.h"
 #include "vmm/base/log.h"

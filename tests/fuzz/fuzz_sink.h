@@ -3,9 +3,9 @@
 #ifndef FUZZ_SINK_H
 #define FUZZ_SINK_H
 
-#include "devices/pci.h"
+#include "devices/pci/pci.h"
 #include "irq/irq.h"
-#include "vmm/layout.h"
+#include "vmm/base/layout.h"
 
 struct rec_sink {
 	unsigned lines, msis, routes, irqfds;
@@ -52,7 +52,7 @@ static const struct irq_sink_ops rec_ops = {
     .irqfd_assign = rec_irqfd_assign,
 };
 
-/* The machine's BAR window (vmm/layout.h), as ./vmm places BARs. */
+/* The machine's BAR window (vmm/base/layout.h), as ./vmm places BARs. */
 static const struct pci_window fuzz_pci_window = LAYOUT_PCI_WINDOW;
 
 #endif

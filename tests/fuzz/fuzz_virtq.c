@@ -13,7 +13,7 @@
  */
 #include "fuzz_common.h"
 
-#include "devices/virtqueue.h"
+#include "devices/virtio/virtqueue.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -74,7 +74,7 @@ prt = re.findall(r"Package \(0x04\)\s*\{\s*(0x[0-9A-F]+),\s*(\w+),\s*(\w+),\s*(0
                  dsdt)
 entries = {(int(a, 16) >> 16, b, int(d, 16) if d.startswith("0x") else d) for a, b, c, d in prt}
 print("_PRT entries (slot, pin, GSI):", sorted(entries, key=str))
-# The MP table's wiring (devices/pci.h pci_intx_ioapic_pin): 16 + (slot +
+# The MP table's wiring (devices/pci/pci.h pci_intx_ioapic_pin): 16 + (slot +
 # pin - 1) % 8, so slots 1 and 9 share input 17.
 check(entries == {(1, "Zero", 17), (3, "Zero", 19), (9, "Zero", 17)},
       "_PRT: slot 1 and 9 INTA# -> 17, slot 3 INTA# -> 19 (the MP table's inputs)")

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmm_test import kvm_usable  # noqa: E402
 
 SECTOR = 512
-EXIT_INTERRUPTED = 10  # vmm/exit_code.h
+EXIT_INTERRUPTED = 10  # vmm/host/exit_code.h
 MIN_CASES = 15
 
 
@@ -204,7 +204,7 @@ def flood(cmd, a):
     print("".join(out) + rest + "--- stderr ---\n" + err + "---")
     print(f"SIGTERM under the flood: the VMM ended in {took * 1000:.0f} ms, exit code {p.returncode}")
     if p.returncode != EXIT_INTERRUPTED:
-        print(f"FAIL: exit code {p.returncode}, expected {EXIT_INTERRUPTED} (vmm/exit_code.h: "
+        print(f"FAIL: exit code {p.returncode}, expected {EXIT_INTERRUPTED} (vmm/host/exit_code.h: "
               "SIGINT/SIGTERM)")
         return 1
     print("PASS")

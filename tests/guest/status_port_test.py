@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from vmm_test import skip_unless_guests_boot  # noqa: E402
 from vmmci import consolelog  # noqa: E402
 
-LOG_MAX = 256  # devices/guest_status.h: GUEST_STATUS_LOG_MAX
+LOG_MAX = 256  # devices/legacy/guest_status.h: GUEST_STATUS_LOG_MAX
 
 vmm, elf = sys.argv[1], sys.argv[2]
 skip_unless_guests_boot("this test boots a guest")

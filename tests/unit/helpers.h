@@ -6,19 +6,19 @@
 #ifndef TESTS_UNIT_HELPERS_H
 #define TESTS_UNIT_HELPERS_H
 
-#include "devices/pci_testdev.h"
+#include "devices/pci/pci_testdev.h"
 #include "irq/irq.h"
 #include "vmm/base/bus.h"
 #include "vmm/base/guest_mem.h"
+#include "vmm/base/layout.h"
 #include "vmm/base/log.h"
 #include "vmm/base/machine_ctl.h"
-#include "vmm/layout.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* The machine's BAR window (vmm/layout.h), so placements match ./vmm's. */
+/* The machine's BAR window (vmm/base/layout.h), so placements match ./vmm's. */
 static const struct pci_window rig_pci_window = LAYOUT_PCI_WINDOW;
 
 #define MiB (1024ULL * 1024ULL)

@@ -1,7 +1,7 @@
 /*
- * The AML emitter (vmm/aml.c: ACPI 6.5 chapter 20 encodings, 6.4 resource
+ * The AML emitter (vmm/firmware/aml.c: ACPI 6.5 chapter 20 encodings, 6.4 resource
  * descriptors) and the ACPI tables built from a machine description
- * (vmm/acpi.c): checksums (5.2.6), the RSDP (5.2.5.3) and XSDT pointers,
+ * (vmm/firmware/acpi.c): checksums (5.2.6), the RSDP (5.2.5.3) and XSDT pointers,
  * the hardware-reduced FADT, a MADT that says what the MP table says
  * (CPUs, the IOAPIC's ID), and a DSDT whose _PRT gives each slot's pin
  * the IOAPIC input of the machine description. (iasl -d of the same
@@ -9,10 +9,10 @@
  */
 #include "helpers.h"
 
-#include "vmm/acpi.h"
-#include "vmm/aml.h"
 #include "vmm/base/err.h"
-#include "vmm/layout.h"
+#include "vmm/base/layout.h"
+#include "vmm/firmware/acpi.h"
+#include "vmm/firmware/aml.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 
 #include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"
-#include "vmm/boot.h"
-#include "vmm/layout.h"
+#include "vmm/base/layout.h"
+#include "vmm/boot/boot.h"
 
 #include <check.h>
 #include <stdlib.h>

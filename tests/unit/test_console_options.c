@@ -5,8 +5,8 @@
 #include "helpers.h"
 
 #include "vmm/base/err.h"
-#include "vmm/console.h"
-#include "vmm/options.h"
+#include "vmm/host/console.h"
+#include "vmm/options/options.h"
 
 #include <check.h>
 #include <fcntl.h>

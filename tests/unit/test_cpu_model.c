@@ -1,5 +1,5 @@
 /*
- * The vCPU model (vmm/cpu_model.h) over the recorded tables of real hosts
+ * The vCPU model (vmm/cpu/cpu_model.h) over the recorded tables of real hosts
  * of our kind (the .txt files in tests/unit/hosts/, AMD and Intel), so each vendor's
  * path is checked on every box. Every case runs on every table; what a
  * vendor's rule says comes from the SDM (Intel) and the APM/PPR (AMD):
@@ -7,7 +7,7 @@
  * that nothing else KVM offers is changed.
  */
 #include "vmm/base/err.h"
-#include "vmm/cpu_model.h"
+#include "vmm/cpu/cpu_model.h"
 
 #include <check.h>
 #include <dirent.h>

@@ -1,11 +1,11 @@
 /*
- * The device option parser (vmm/device_option.h) over a table like the
+ * The device option parser (vmm/options/option_table.h) over a table like the
  * kinds' own: every property type, the defaults left alone, --help's syntax
  * from the same table, and one error line for each way a value is wrong.
  */
 #include "vmm/base/err.h"
-#include "vmm/device_option.h"
-#include "vmm/options.h"
+#include "vmm/options/option_table.h"
+#include "vmm/options/options.h"
 
 #include <check.h>
 #include <stdbool.h>

@@ -4,15 +4,15 @@
  */
 #include "helpers.h"
 
-#include "devices/boot_timer.h"
-#include "devices/debug_exit.h"
-#include "devices/guest_status.h"
-#include "devices/i8042.h"
-#include "devices/pvpanic.h"
+#include "devices/legacy/boot_timer.h"
+#include "devices/legacy/debug_exit.h"
+#include "devices/legacy/guest_status.h"
+#include "devices/legacy/i8042.h"
+#include "devices/legacy/pvpanic.h"
 #include "irq/irq.h"
 #include "vmm/base/clock.h"
 #include "vmm/base/err.h"
-#include "vmm/exit_code.h"
+#include "vmm/host/exit_code.h"
 
 #include <check.h>
 #include <stdlib.h>

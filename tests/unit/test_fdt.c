@@ -1,5 +1,5 @@
 /*
- * The machine's flattened device tree (vmm/fdt.h), read back with libfdt:
+ * The machine's flattened device tree (vmm/firmware/fdt.h), read back with libfdt:
  * memory, CPUs and the PCI host bridge per the IEEE 1275 PCI bus binding
  * (Documentation/devicetree/bindings/pci/pci.txt): phys.hi cells
  * "npt000ss bbbbbbbb dddddfff rrrrrrrr", interrupt-map from (device, INTx#)
@@ -7,11 +7,11 @@
  */
 #include "helpers.h"
 
-#include "devices/pci.h"
-#include "devices/pci_testdev.h"
+#include "devices/pci/pci.h"
+#include "devices/pci/pci_testdev.h"
 #include "vmm/base/err.h"
-#include "vmm/fdt.h"
-#include "vmm/layout.h"
+#include "vmm/base/layout.h"
+#include "vmm/firmware/fdt.h"
 
 #include <check.h>
 #include <libfdt.h>

@@ -3,8 +3,8 @@
  * effective addresses in 64-bit mode (Intel SDM vol. 2, 2.1.5 and 2.2.1),
  * and the hints for instructions the emulating host does not know.
  */
-#include "vmm/vcpu_diag.h"
-#include "vmm/vcpu_fallback.h"
+#include "vmm/cpu/vcpu_diag.h"
+#include "vmm/cpu/vcpu_fallback.h"
 
 #include <check.h>
 #include <linux/kvm.h>

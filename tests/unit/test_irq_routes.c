@@ -9,9 +9,9 @@
  */
 #include "helpers.h"
 
-#include "devices/msix.h"
-#include "devices/pci.h"
-#include "devices/pci_testdev.h"
+#include "devices/pci/msix.h"
+#include "devices/pci/pci.h"
+#include "devices/pci/pci_testdev.h"
 
 #include <check.h>
 #include <fcntl.h>

@@ -92,7 +92,7 @@ START_TEST(test_rwlock_out_of_order_aborts)
 END_TEST
 
 /* The rank names cover the table (DESIGN.md's list is checked against
- * them by tests/check_lock_order.py). */
+ * them by tests/style/check_lock_order.py). */
 START_TEST(test_every_rank_named)
 {
 	for (int r = 1; r < LOCK_RANK_COUNT; r++)

@@ -6,8 +6,8 @@
 #include "helpers.h"
 
 #include "vmm/base/err.h"
-#include "vmm/layout.h"
-#include "vmm/mptable.h"
+#include "vmm/base/layout.h"
+#include "vmm/firmware/mptable.h"
 
 #include <check.h>
 #include <stdlib.h>

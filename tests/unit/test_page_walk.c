@@ -1,6 +1,6 @@
 /*
  * The page walk the emulation fallbacks access memory with
- * (vmm/page_walk.c) over page tables built in fake RAM: 4- and 5-level
+ * (vmm/cpu/page_walk.c) over page tables built in fake RAM: 4- and 5-level
  * translations, large pages, and each access right the CPU checks (Intel
  * SDM vol. 3, 4.6: U/S, R/W with CR0.WP, NX with EFER.NXE, SMEP, SMAP and
  * RFLAGS.AC) with the #PF error code of 4.7, non-canonical addresses, and
@@ -8,7 +8,7 @@
  */
 #include "helpers.h"
 
-#include "vmm/page_walk.h"
+#include "vmm/cpu/page_walk.h"
 
 #include <check.h>
 #include <linux/kvm.h>

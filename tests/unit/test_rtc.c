@@ -5,7 +5,7 @@
  */
 #include "helpers.h"
 
-#include "devices/rtc.h"
+#include "devices/legacy/rtc.h"
 
 #include <check.h>
 #include <stdint.h>

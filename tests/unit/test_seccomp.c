@@ -1,5 +1,5 @@
 /*
- * The VMM's seccomp filters (vmm/seccomp.c), each in a child process that
+ * The VMM's seccomp filters (vmm/host/seccomp.c), each in a child process that
  * puts itself under one thread kind's filter as the VMM's threads do: what
  * the list allows still works, opening a file is refused with EACCES, and
  * a call outside the list stops the process with exit code 12 and one line
@@ -7,10 +7,10 @@
  */
 #include "helpers.h"
 
-#include "devices/virtio_blk.h"
+#include "devices/virtio/virtio_blk.h"
 #include "vmm/base/err.h"
-#include "vmm/exit_code.h"
-#include "vmm/seccomp.h"
+#include "vmm/host/exit_code.h"
+#include "vmm/host/seccomp.h"
 
 #include <check.h>
 #include <errno.h>

@@ -10,12 +10,12 @@
  * queue, and the door's counts must add up. Built normally it is a quick
  * functional test; in the ThreadSanitizer build (tests/sanitize/
  * run_suite.sh tsan) any data race on these paths fails it, so the
- * per-queue locks (devices/virtio_pci.h) are checked here.
+ * per-queue locks (devices/virtio/virtio_pci.h) are checked here.
  */
 #include "helpers.h"
 #include "virtio_helpers.h"
 
-#include "devices/virtio_blk.h"
+#include "devices/virtio/virtio_blk.h"
 #include "vmm/base/err.h"
 
 #include <check.h>

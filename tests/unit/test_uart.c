@@ -5,7 +5,7 @@
  */
 #include "helpers.h"
 
-#include "devices/uart8250.h"
+#include "devices/legacy/uart8250.h"
 #include "irq/irq.h"
 
 #include <check.h>

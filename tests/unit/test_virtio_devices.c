@@ -7,9 +7,9 @@
  */
 #include "virtio_helpers.h"
 
-#include "devices/virtio_blk.h"
-#include "devices/virtio_console.h"
-#include "devices/virtio_rng.h"
+#include "devices/virtio/virtio_blk.h"
+#include "devices/virtio/virtio_console.h"
+#include "devices/virtio/virtio_rng.h"
 #include "vmm/base/err.h"
 
 #include <check.h>

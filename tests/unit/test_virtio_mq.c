@@ -19,9 +19,9 @@
  */
 #include "virtio_helpers.h"
 
-#include "devices/virtio_blk.h"
-#include "devices/virtio_net.h"
-#include "devices/virtio_pci.h"
+#include "devices/virtio/virtio_blk.h"
+#include "devices/virtio/virtio_net.h"
+#include "devices/virtio/virtio_pci.h"
 #include "vmm/base/err.h"
 
 #include <check.h>

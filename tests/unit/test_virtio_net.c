@@ -11,7 +11,7 @@
  */
 #include "virtio_helpers.h"
 
-#include "devices/virtio_net.h"
+#include "devices/virtio/virtio_net.h"
 #include "vmm/base/err.h"
 #include "vmm/base/log.h"
 

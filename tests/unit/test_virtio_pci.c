@@ -8,10 +8,10 @@
  */
 #include "virtio_helpers.h"
 
-#include "devices/msix.h"
-#include "devices/pci.h"
-#include "devices/virtio_pci.h"
-#include "devices/virtio_rng.h"
+#include "devices/pci/msix.h"
+#include "devices/pci/pci.h"
+#include "devices/virtio/virtio_pci.h"
+#include "devices/virtio/virtio_rng.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  */
 #include "virtio_helpers.h"
 
-#include "devices/virtqueue.h"
+#include "devices/virtio/virtqueue.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 #include "virtio_helpers.h"
 
-#include "devices/msix.h"
-#include "devices/pci.h"
-#include "devices/virtio_net.h"
+#include "devices/pci/msix.h"
+#include "devices/pci/pci.h"
+#include "devices/virtio/virtio_net.h"
 #include "vmm/base/err.h"
 
 #include <check.h>

@@ -10,8 +10,8 @@
 
 #include "helpers.h"
 
-#include "devices/virtio.h"
-#include "devices/virtio_pci.h"
+#include "devices/virtio/virtio.h"
+#include "devices/virtio/virtio_pci.h"
 
 #include <stdbool.h>
 #include <stdint.h>

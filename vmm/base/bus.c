@@ -1,6 +1,6 @@
-#include "bus.h"
+#include "vmm/base/bus.h"
 
-#include "log.h"
+#include "vmm/base/log.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #ifndef VMM_BUS_H
 #define VMM_BUS_H
 
-#include "lock.h"
+#include "vmm/base/lock.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-#include "clock.h"
+#include "vmm/base/clock.h"
 
 #include <time.h>
 

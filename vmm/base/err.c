@@ -1,4 +1,4 @@
-#include "err.h"
+#include "vmm/base/err.h"
 
 #include <stdio.h>
 #include <string.h>

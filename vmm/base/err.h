@@ -5,7 +5,7 @@
 #include <stdarg.h>
 
 /* What kind of failure: the machine maps it to the process exit code
- * (vmm/exit_code.h), so nothing below it decides one. */
+ * (vmm/host/exit_code.h), so nothing below it decides one. */
 enum err_kind {
 	ERR_NONE = 0,
 	ERR_INPUT,  /* bad input or usage: a file, an option, a kernel image */

@@ -1,6 +1,6 @@
-#include "file.h"
+#include "vmm/base/file.h"
 
-#include "err.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-#include "guest_mem.h"
+#include "vmm/base/guest_mem.h"
 
-#include "err.h"
+#include "vmm/base/err.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "iov.h"
+#include "vmm/base/iov.h"
 
 #include <string.h>
 

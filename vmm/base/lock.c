@@ -1,4 +1,4 @@
-#include "lock.h"
+#include "vmm/base/lock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

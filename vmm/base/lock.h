@@ -1,7 +1,7 @@
 /*
  * Ranked locks: every mutex of the VMM has a rank, and a thread takes locks
  * in increasing rank only (one order, never reversed: DESIGN.md "Locks" is
- * checked against this table by tests/check_lock_order.py). In builds with
+ * checked against this table by tests/style/check_lock_order.py). In builds with
  * VMM_LOCK_CHECKS (debug and sanitizer builds) each thread records what it
  * holds, and taking a lock out of order, taking one twice, releasing one it
  * does not hold, or calling a `_locked` function without its lock

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "vmm/base/log.h"
 
 #include <stdarg.h>
 

@@ -2,7 +2,7 @@
 #ifndef VMM_LOG_H
 #define VMM_LOG_H
 
-#include "lock.h"
+#include "vmm/base/lock.h"
 
 #include <pthread.h>
 #include <stdbool.h>

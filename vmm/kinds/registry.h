@@ -1,0 +1,104 @@
+/*
+ * The device registry: one entry per PCI device kind, holding everything
+ * the machine needs to know of it: its command-line option and help, how
+ * to parse the option's value, create the device into the machine,
+ * destroy it and print its --stats. Adding a kind is one entry in the
+ * table (vmm/kinds/registry.c) and the kind's own functions; options,
+ * --help, creation, teardown and --stats follow from it (as kvmtool's
+ * device options or Firecracker's device manager).
+ */
+#ifndef VMM_DEVICE_REGISTRY_H
+#define VMM_DEVICE_REGISTRY_H
+
+#include "vmm/options/option_table.h"
+#include "vmm/options/options.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct device_host;
+struct err;
+struct log;
+struct pci_bus;
+
+/* A device of the running machine. */
+struct vm_device {
+	const struct device_kind *kind;
+	void *state; /* what the kind's create() returned */
+	char name[24];
+	uint8_t slot;
+};
+
+struct device_kind {
+	const char *name; /* "virtio-blk"; instances are name0, name1, ... */
+	/* Its own option ("disk" for --disk), or NULL: `--device name[,...]`. */
+	const char *option;
+	const char *help;
+	/* One instance at most, named without an index; a later option
+	 * replaces an earlier one. */
+	bool single;
+	/* The guest's name for its console when this device is there ("hvc0"):
+	 * the default command line says console=it, and stdin goes to it. */
+	const char *guest_console;
+	/* Its properties: the one parser (vmm/options/option_table.h) fills
+	 * spec->params from them and writes --help's syntax and the errors.
+	 * No rows: the option takes no value. */
+	struct devopt_table props;
+	/* Sets spec->params' defaults before parsing; may be NULL. */
+	void (*defaults)(void *params);
+	/* After parsing: 0, 1 when the value asks for no device after all
+	 * (--console serial), or -1 with an error. May be NULL. */
+	int (*check)(const struct device_spec *spec, struct err *e);
+	/* Builds the device into the machine at PCI slot `slot` and returns its
+	 * state; NULL with an error, having undone what it did. */
+	void *(*create)(const struct device_host *h, const struct device_spec *spec,
+			const char *name, uint8_t slot, struct err *e);
+	void (*destroy)(void *state);
+	/* How many queue groups (a virtio-blk request queue, a virtio-net queue
+	 * pair) the spec asks for; NULL: one. A device with more than one gets
+	 * an I/O thread by default (--io-threads). */
+	unsigned (*queue_groups)(const struct device_spec *spec);
+	void (*print_stats)(const struct vm_device *d, FILE *out);
+	/* The machine is built, just before it runs: make the output files
+	 * (a failed set-up leaves none; the filters then forbid opening
+	 * files). 0, or -1 with an error. May be NULL. */
+	int (*built)(const struct vm_device *d, struct err *e);
+	/* The guest stopped (after a run, not after a failed set-up): write
+	 * what the run produced. May be NULL. */
+	void (*run_ended)(const struct vm_device *d, struct log *log);
+};
+
+/* A kind's parameter struct fits in a spec (file scope, next to the kind). */
+#define DEVICE_PARAMS_FIT(type)                                                                    \
+	_Static_assert(sizeof(type) <= DEVICE_PARAMS_MAX && _Alignof(type) <= 8,                   \
+		       #type " does not fit in struct device_spec's params")
+
+/* Every kind, in --help order; NULL-terminated. */
+extern const struct device_kind *const device_kinds[];
+/* The --device kind called `name`, or NULL. */
+const struct device_kind *device_kind_for_device_option(const char *name);
+/* The value's syntax for --help ("PATH[,ro]"; for --device kinds the whole
+ * "name[,...]"), or NULL when the option takes no value. */
+const char *device_kind_syntax(const struct device_kind *k, char *buf, size_t len);
+/* Parses the option's value into spec: 0, 1 (no device after all), or -1
+ * with an error. arg may be NULL (a flag, or --device name alone). */
+int device_kind_parse(const struct device_kind *k, struct device_spec *spec, char *arg,
+		      struct err *e);
+
+/* The machine's PCI devices, in command-line order. */
+struct machine_devices {
+	struct vm_device devices[VMM_MAX_DEVICES];
+	unsigned n;
+};
+
+/* Builds the devices of `o` onto the host's PCI bus (already set up),
+ * assigning slots and names, then places their BARs. */
+int devices_create(struct machine_devices *md, const struct device_host *h,
+		   const struct vm_options *o, struct err *e);
+void devices_destroy(struct machine_devices *md);
+void devices_print_stats(const struct machine_devices *md, FILE *out);
+int devices_built(const struct machine_devices *md, struct err *e);
+void devices_run_ended(const struct machine_devices *md, struct log *log);
+
+#endif
