@@ -29,44 +29,63 @@ uint64_t msix_bar_bytes(unsigned nvectors)
 	return msix_pba_offset(nvectors) + align_up(msix_pba_bytes(nvectors), 4096);
 }
 
-int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsigned nvectors,
-	      uint8_t bar, uint32_t table_offset, uint32_t pba_offset, bool hidden)
+static void msix_bar_read(void *opaque, uint64_t off, void *data, unsigned len);
+static void msix_bar_write(void *opaque, uint64_t off, const void *data, unsigned len);
+
+/* The table (every entry masked at reset, 6.8.2.9) and a router vector for
+ * each entry. */
+static int msix_alloc_vectors(struct msix *m)
+{
+	m->table = calloc((size_t)m->nvectors * 4, sizeof(uint32_t));
+	m->vectors = calloc(m->nvectors, sizeof(*m->vectors));
+	if (!m->table || !m->vectors)
+		return -ENOMEM;
+	for (unsigned i = 0; i < m->nvectors; i++) {
+		m->table[i * 4 + ENTRY_CTRL] = PCI_MSIX_ENTRY_CTRL_MASKBIT;
+		m->vectors[i] = irq_msi_vector_new(m->irq, m->dev->name, i);
+		if (!m->vectors[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* 6.8.2.3-6.8.2.5: Message Control (table size N-1 read-only; enable and
+ * function mask read-write), the table and the PBA at their BIR/offset. */
+static int msix_add_capability(struct msix *m)
+{
+	struct pci_device *d = m->dev;
+	m->cap = pci_device_add_capability(d, PCI_CAP_ID_MSIX, PCI_CAP_MSIX_SIZEOF);
+	if (!m->cap)
+		return -ENOSPC;
+	pci_cfg_set16(d, m->cap + PCI_MSIX_FLAGS, (uint16_t)(m->nvectors - 1));
+	d->wmask[m->cap + PCI_MSIX_FLAGS + 1] =
+	    (PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL) >> 8;
+	pci_cfg_set32(d, m->cap + PCI_MSIX_TABLE, m->table_offset | m->bar);
+	pci_cfg_set32(d, m->cap + PCI_MSIX_PBA, m->pba_offset | m->bar);
+	d->msix_vectors = m->nvectors;
+	return 0;
+}
+
+int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, enum irq_mode mode,
+	      unsigned nvectors, uint8_t bar)
 {
 	memset(m, 0, sizeof(*m));
-	if (nvectors < 1 || nvectors > MSIX_MAX_VECTORS || bar >= PCI_NUM_BARS ||
-	    (table_offset & 7) || (pba_offset & 7))
+	if (nvectors < 1 || nvectors > MSIX_MAX_VECTORS || bar >= PCI_NUM_BARS)
 		return -EINVAL;
 	lock_init(&m->lock, "MSI-X table", LOCK_RANK_MSIX);
 	m->dev = d;
 	m->irq = irq;
-	m->nvectors = nvectors;
 	m->bar = bar;
-	m->table_offset = table_offset;
-	m->pba_offset = pba_offset;
-	m->table = calloc((size_t)nvectors * 4, sizeof(uint32_t));
-	m->vectors = calloc(nvectors, sizeof(*m->vectors));
-	if (!m->table || !m->vectors)
-		return -ENOMEM;
-	for (unsigned i = 0; i < nvectors; i++) {
-		m->table[i * 4 + ENTRY_CTRL] =
-		    PCI_MSIX_ENTRY_CTRL_MASKBIT; /* masked at reset (6.8.2.9) */
-		m->vectors[i] = irq_msi_vector_new(irq, d->name, i);
-		if (!m->vectors[i])
-			return -ENOMEM;
-	}
-	if (hidden)
-		return 0;
-	m->cap = pci_device_add_capability(d, PCI_CAP_ID_MSIX, PCI_CAP_MSIX_SIZEOF);
-	if (!m->cap)
-		return -ENOSPC;
-	/* Message Control: table size N-1 (RO); enable and function mask RW. */
-	pci_cfg_set16(d, m->cap + PCI_MSIX_FLAGS, (uint16_t)(nvectors - 1));
-	d->wmask[m->cap + PCI_MSIX_FLAGS + 1] =
-	    (PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL) >> 8;
-	pci_cfg_set32(d, m->cap + PCI_MSIX_TABLE, table_offset | bar);
-	pci_cfg_set32(d, m->cap + PCI_MSIX_PBA, pba_offset | bar);
-	d->msix_vectors = nvectors;
-	return 0;
+	if (mode == IRQ_MODE_INTX)
+		return 0; /* INTx only: no table, no BAR, no vectors, no capability */
+	m->nvectors = nvectors;
+	m->pba_offset = msix_pba_offset(nvectors);
+	uint64_t size = pow2_at_least(msix_bar_bytes(nvectors), 4096);
+	int ret = pci_device_add_bar(d, bar, PCI_BAR_MEM32, size, false, msix_bar_read,
+				     msix_bar_write, m);
+	if (!ret)
+		ret = msix_alloc_vectors(m);
+	return ret ? ret : msix_add_capability(m);
 }
 
 void msix_destroy(struct msix *m)
@@ -117,24 +136,31 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 		pci_device_set_intx(m->dev, false);
 }
 
-bool msix_enabled(struct msix *m)
+/* MSI-X on: vector n, or nothing beyond the table. */
+static enum msix_sent msix_fire(struct msix *m, unsigned n)
 {
-	lock_take(&m->lock);
-	bool e = m->enabled;
-	lock_release(&m->lock);
-	return e;
+	if (n >= m->nvectors)
+		return MSIX_SENT_NONE;
+	irq_msi_fire(m->vectors[n]);
+	return MSIX_SENT_VECTOR;
 }
 
-bool msix_fire(struct msix *m, unsigned n)
+enum msix_sent msix_raise(struct msix *m, unsigned n, struct vmm_lock *lock,
+			  void (*latch)(void *arg), void *arg)
 {
 	lock_take(&m->lock);
 	bool enabled = m->enabled;
 	lock_release(&m->lock);
-	if (!enabled)
-		return false;
-	if (n < m->nvectors)
-		irq_msi_fire(m->vectors[n]);
-	return true;
+	if (enabled)
+		return msix_fire(m, n);
+	if (lock)
+		lock_take(lock);
+	if (latch)
+		latch(arg);
+	pci_device_set_intx(m->dev, true);
+	if (lock)
+		lock_release(lock);
+	return MSIX_SENT_INTX;
 }
 
 static bool in_region(uint64_t off, unsigned len, uint64_t start, uint64_t size)
@@ -148,12 +174,12 @@ static bool msix_access_ok(uint64_t off, unsigned len)
 	return (len == 4 || len == 8) && (off & (len - 1)) == 0;
 }
 
-bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsigned len)
+/* True when [off, off+len) is in the table or PBA: then it was read, or
+ * read as all-ones as the spec allows. */
+static bool msix_table_read(struct msix *m, uint64_t off, void *data, unsigned len)
 {
 	uint64_t table_size = (uint64_t)m->nvectors * PCI_MSIX_ENTRY_SIZE;
 	uint64_t pba_size = msix_pba_bytes(m->nvectors);
-	if (bar != m->bar)
-		return false;
 	if (in_region(off, len, m->table_offset, table_size)) {
 		memset(data, 0xFF, len);
 		if (!msix_access_ok(off, len))
@@ -179,18 +205,22 @@ bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsign
 	return false;
 }
 
-bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data, unsigned len)
+/* The BAR: the table, the PBA, and 0 elsewhere (the rest is padding). */
+static void msix_bar_read(void *opaque, uint64_t off, void *data, unsigned len)
 {
+	struct msix *m = opaque;
+	if (!msix_table_read(m, off, data, len))
+		memset(data, 0, len);
+}
+
+/* Writes land in the table only: the PBA is read-only, odd sizes and the
+ * padding are ignored. */
+static void msix_bar_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct msix *m = opaque;
 	uint64_t table_size = (uint64_t)m->nvectors * PCI_MSIX_ENTRY_SIZE;
-	uint64_t pba_size = msix_pba_bytes(m->nvectors);
-	if (bar != m->bar)
-		return false;
-	if (in_region(off, len, m->pba_offset, pba_size))
-		return true; /* the PBA is read-only */
-	if (!in_region(off, len, m->table_offset, table_size))
-		return false;
-	if (!msix_access_ok(off, len))
-		return true; /* ignored */
+	if (!in_region(off, len, m->table_offset, table_size) || !msix_access_ok(off, len))
+		return;
 	unsigned dw = (unsigned)((off - m->table_offset) / 4);
 	uint32_t v[2];
 	memcpy(v, data, len);
@@ -204,5 +234,4 @@ bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data,
 	msix_sync_vector_locked(m, dw / 4);
 	irq_routes_commit(m->irq);
 	lock_release(&m->lock);
-	return true;
 }

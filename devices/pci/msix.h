@@ -1,8 +1,10 @@
 /*
- * MSI-X for any PCI device (PCI Local Bus 3.0, section 6.8.2): the
- * capability, the table and the PBA in one of the device's BARs, on 4 KiB
- * pages of their own. MSI-X knows nothing of virtio: a device owns a
- * `struct msix` and forwards its BAR accesses and config writes here.
+ * A PCI function's interrupts (PCI Local Bus 3.0, 6.8.2 and 6.2.4): MSI-X
+ * (the capability, and the table and PBA in a BAR of their own, on 4 KiB
+ * pages of their own) with INTx while the guest keeps MSI-X off, or INTx
+ * only. The mode is decided here, once for every kind of function: a
+ * device owns a `struct msix`, calls msix_init() and msix_raise(), and
+ * forwards its config writes. MSI-X knows nothing of virtio.
  *
  * Mask and pending state are kept by the interrupt door (irq/), one lock
  * for vCPU and I/O threads; this file turns table, function-mask and
@@ -26,11 +28,17 @@ struct irq_msi_vector;
 
 #define MSIX_MAX_VECTORS 2048
 
+/* Every PCI function's interrupt mode (--irq-mode). IRQ_MODE_MSIX: MSI-X,
+ * and INTx while the guest keeps MSI-X disabled. IRQ_MODE_INTX: INTx only;
+ * the function has no MSI-X capability, no MSI-X BAR and no vectors in the
+ * router, as QEMU's vectors=0 (which never calls msix_init). */
+enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };
+
 struct msix {
 	struct pci_device *dev;
 	struct irq_router *irq;
-	unsigned nvectors;
-	uint8_t cap; /* config offset of the capability; 0 = hidden */
+	unsigned nvectors; /* 0 in IRQ_MODE_INTX */
+	uint8_t cap;	   /* config offset of the capability; 0 in IRQ_MODE_INTX */
 	uint8_t bar;
 	uint32_t table_offset, pba_offset;
 	struct vmm_lock lock; /* the table */
@@ -47,22 +55,35 @@ static inline uint32_t msix_pba_offset(unsigned nvectors)
 	return (uint32_t)align_up((uint64_t)nvectors * PCI_MSIX_ENTRY_SIZE, 4096);
 }
 /*
- * Sets up `nvectors` vectors with the table at `table_offset` and the PBA
- * at `pba_offset` of BAR `bar`. With `hidden`, no capability is added (the
- * device then only ever uses INTx: --irq-mode intx). 0 or -errno.
+ * Sets up function d's interrupts; call it after d's other capabilities, so
+ * MSI-X is the last in the list. IRQ_MODE_MSIX: `nvectors` (1..2048)
+ * vectors in the router, a 32-bit memory BAR `bar` with the table at 0
+ * and the PBA on the next free page, and the MSI-X capability. In
+ * IRQ_MODE_INTX none of them: BAR `bar` stays unimplemented (it reads 0
+ * and sizes to 0) and nvectors is 0. 0 or -errno.
  */
-int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, unsigned nvectors,
-	      uint8_t bar, uint32_t table_offset, uint32_t pba_offset, bool hidden);
+int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, enum irq_mode mode,
+	      unsigned nvectors, uint8_t bar);
 void msix_destroy(struct msix *m);
-/* BAR accesses: true when [off, off+len) is in the table or PBA (then it
- * was handled, or ignored as the spec allows). */
-bool msix_bar_read(struct msix *m, uint8_t bar, uint64_t off, void *data, unsigned len);
-bool msix_bar_write(struct msix *m, uint8_t bar, uint64_t off, const void *data, unsigned len);
 /* The device's config_written hook calls this. */
 void msix_config_written(struct msix *m, unsigned off, unsigned len);
-bool msix_enabled(struct msix *m);
-/* Raises vector `n`. False when MSI-X is off: the caller uses INTx.
- * A vector beyond the table is dropped (true: nothing to fall back to). */
-bool msix_fire(struct msix *m, unsigned n);
+
+/* How msix_raise() sent an interrupt. */
+enum msix_sent {
+	MSIX_SENT_VECTOR, /* the vector's message (or its pending bit) */
+	MSIX_SENT_NONE,	  /* MSI-X on, the vector beyond the table: dropped */
+	MSIX_SENT_INTX,	  /* MSI-X off, or IRQ_MODE_INTX: the INTx pin */
+};
+/*
+ * Raises the function's interrupt, the one MSI-X-or-INTx decision: vector
+ * `n` while the guest has MSI-X enabled (6.8.2: the function may not use
+ * INTx then, so a vector beyond the table, such as virtio's NO_VECTOR,
+ * sends nothing), else INTx: under `lock` (when not NULL), `latch(arg)`
+ * (when not NULL) records the device's side of the condition (an ISR bit,
+ * a pending count) and the pin is asserted, so a read of that state
+ * between the two cannot lower a line whose cause it never saw.
+ */
+enum msix_sent msix_raise(struct msix *m, unsigned n, struct vmm_lock *lock,
+			  void (*latch)(void *arg), void *arg);
 
 #endif

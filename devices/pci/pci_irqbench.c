@@ -1,6 +1,5 @@
 #include "devices/pci/pci_irqbench.h"
 
-#include "vmm/base/align.h"
 #include "vmm/base/clock.h"
 
 #include <errno.h>
@@ -102,21 +101,7 @@ void pci_irqbench_timer_ready(struct pci_irqbench *b)
 	lock_release(&b->lock);
 	atomic_fetch_add(&b->fires, 1);
 	/* As a completion would: MSI-X vector `what`, or INTx while MSI-X is off. */
-	if (what == IRQBENCH_ARM_INTX || !msix_fire(&b->msix, what))
-		pci_device_set_intx(&b->pci, true);
-}
-
-static void irqbench_msix_read(void *opaque, uint64_t off, void *data, unsigned len)
-{
-	struct pci_irqbench *b = opaque;
-	if (!msix_bar_read(&b->msix, 1, off, data, len))
-		memset(data, 0, len);
-}
-
-static void irqbench_msix_write(void *opaque, uint64_t off, const void *data, unsigned len)
-{
-	struct pci_irqbench *b = opaque;
-	msix_bar_write(&b->msix, 1, off, data, len);
+	msix_raise(&b->msix, what, NULL, NULL, NULL);
 }
 
 static void irqbench_config_written(struct pci_device *d, unsigned off, unsigned len)
@@ -130,7 +115,7 @@ static const struct pci_device_ops irqbench_ops = {
 };
 
 int pci_irqbench_init(struct pci_irqbench *b, const char *name, struct irq_router *irq,
-		      unsigned nvectors, bool msix_hidden)
+		      unsigned nvectors, enum irq_mode mode)
 {
 	memset(b, 0, sizeof(*b));
 	lock_init(&b->lock, "irqbench", LOCK_RANK_PCI_FUNCTION);
@@ -144,14 +129,7 @@ int pci_irqbench_init(struct pci_irqbench *b, const char *name, struct irq_route
 	b->pci.opaque = b;
 	int ret = pci_device_add_bar(&b->pci, 0, PCI_BAR_IO, IRQBENCH_IO_SIZE, false,
 				     irqbench_io_read, irqbench_io_write, b);
-	if (!ret)
-		ret = pci_device_add_bar(&b->pci, 1, PCI_BAR_MEM32,
-					 pow2_at_least(msix_bar_bytes(nvectors), 4096), false,
-					 irqbench_msix_read, irqbench_msix_write, b);
-	if (!ret)
-		ret = msix_init(&b->msix, &b->pci, irq, nvectors, 1, 0, msix_pba_offset(nvectors),
-				msix_hidden);
-	return ret;
+	return ret ? ret : msix_init(&b->msix, &b->pci, irq, mode, nvectors, IRQBENCH_MSIX_BAR);
 }
 
 int pci_irqbench_write_samples(struct pci_irqbench *b, FILE *out)

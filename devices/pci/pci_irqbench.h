@@ -10,11 +10,14 @@
  * BAR0 (I/O, 16 ports), 32-bit registers:
  *   0x0 ACK       WO  the handler's write: t1; ends the INTx condition
  *   0x4 ARM       WO  vector index, or IRQBENCH_ARM_INTX: after DELAY_US the
- *                     I/O thread stamps t0 and raises it (INTx while MSI-X
- *                     is off)
+ *                     I/O thread stamps t0 and raises it: INTx while MSI-X
+ *                     is off (always in IRQ_MODE_INTX); with MSI-X on, a
+ *                     vector beyond the table (IRQBENCH_ARM_INTX is one)
+ *                     sends nothing (6.8.2: no INTx then)
  *   0x8 DELAY_US  RW  default 200
  *   0xC SAMPLES   RO  samples recorded (up before the ACK write returns)
- * BAR1 (MMIO): the MSI-X table at 0 and the PBA on the next page.
+ * BAR1 (MMIO): the MSI-X table at 0 and the PBA on the next page;
+ * unimplemented in IRQ_MODE_INTX (devices/pci/msix.h).
  */
 #ifndef DEVICES_PCI_IRQBENCH_H
 #define DEVICES_PCI_IRQBENCH_H
@@ -31,6 +34,7 @@
 #define IRQBENCH_VENDOR	     0x1234
 #define IRQBENCH_DEVICE	     0x7E58
 #define IRQBENCH_ARM_INTX    0xFFFFFFFFu
+#define IRQBENCH_MSIX_BAR    1
 #define IRQBENCH_DELAY_US    200
 #define IRQBENCH_MAX_SAMPLES (1u << 20)
 enum {
@@ -57,7 +61,7 @@ struct pci_irqbench {
 };
 
 int pci_irqbench_init(struct pci_irqbench *b, const char *name, struct irq_router *irq,
-		      unsigned nvectors, bool msix_hidden);
+		      unsigned nvectors, enum irq_mode mode);
 /* The I/O thread: timer_fd is readable. */
 void pci_irqbench_timer_ready(struct pci_irqbench *b);
 /* Writes "# comment" lines, then one sample in nanoseconds per line. */

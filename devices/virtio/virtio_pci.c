@@ -1,6 +1,5 @@
 #include "devices/virtio/virtio_pci.h"
 
-#include "vmm/base/align.h"
 #include "vmm/base/log.h"
 
 #include <errno.h>
@@ -66,31 +65,38 @@ static uint8_t vp_status(struct virtio_pci *vp)
  * (BAR accesses, the resample handler) take it once. Queue paths (notify
  * handlers, a device's completions) take only their queue's lock. */
 
-/* Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx. The configuration
- * bit is set under MSI-X too (4.1.4.5.1). Any lock above isr_lock, or
- * none. Returns how it went: the vector, VIRTIO_PCI_LAST_INTX, or
- * VIRTIO_PCI_LAST_NONE (MSI-X on and no vector assigned). */
+/* The ISR bit an INTx interrupt sets, under isr_lock (msix_raise). */
+struct vp_isr_latch {
+	struct virtio_pci *vp;
+	uint8_t bit;
+};
+
+static void vp_isr_latch(void *arg)
+{
+	const struct vp_isr_latch *l = arg;
+	lock_assert_held(&l->vp->isr_lock);
+	l->vp->isr |= l->bit;
+}
+
+/* Vector `vec` under MSI-X, or ISR bit `isr_bit` + INTx (msix_raise decides,
+ * and drops a vector beyond the table, NO_VECTOR included: 4.1.5.1.2, no
+ * interrupt then). The configuration bit is set under MSI-X too
+ * (4.1.4.5.1). Any lock above isr_lock, or none. Returns how it went: the
+ * vector, VIRTIO_PCI_LAST_INTX, or VIRTIO_PCI_LAST_NONE (MSI-X on and no
+ * vector assigned). */
 static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bit)
 {
-	unsigned how = vec;
+	struct vp_isr_latch latch = {vp, isr_bit};
 	if (isr_bit == VIRTIO_PCI_ISR_CONFIG) {
 		lock_take(&vp->isr_lock);
-		vp->isr |= isr_bit;
+		vp_isr_latch(&latch);
 		lock_release(&vp->isr_lock);
 	}
-	/* msix_fire() drops a vector beyond the table, NO_VECTOR included
-	 * (4.1.5.1.2: no interrupt then), and says false while MSI-X is off. */
-	if (msix_fire(&vp->msix, vec)) {
-		if (vec >= vp->msix.nvectors)
-			return VIRTIO_PCI_LAST_NONE; /* dropped: not an interrupt */
-	} else {
-		/* The bit and the level change together: an ISR read between
-		 * them would otherwise lower a line whose bit it never saw. */
-		lock_take(&vp->isr_lock);
-		vp->isr |= isr_bit;
-		pci_device_set_intx(&vp->pci, true);
-		lock_release(&vp->isr_lock);
-		how = VIRTIO_PCI_LAST_INTX;
+	unsigned how = vec;
+	switch (msix_raise(&vp->msix, vec, &vp->isr_lock, vp_isr_latch, &latch)) {
+	case MSIX_SENT_NONE: return VIRTIO_PCI_LAST_NONE; /* dropped: not an interrupt */
+	case MSIX_SENT_INTX: how = VIRTIO_PCI_LAST_INTX; break;
+	case MSIX_SENT_VECTOR: break;
 	}
 	atomic_fetch_add(&vp->interrupts, 1);
 	return how;
@@ -209,8 +215,10 @@ static void vp_reset_locked(struct virtio_pci *vp)
 
 static uint16_t vp_valid_vector(struct virtio_pci *vp, uint16_t v)
 {
-	/* A vector beyond the table reads back NO_VECTOR (4.1.4.3.2). */
-	return (vp->msix.cap && v < vp->msix.nvectors) ? v : VIRTIO_MSI_NO_VECTOR;
+	/* A vector beyond the table reads back NO_VECTOR (4.1.4.3.2,
+	 * 4.1.5.1.2.1: a mapping that failed); in IRQ_MODE_INTX there is no
+	 * table, so msix_config and every queue_msix_vector read NO_VECTOR. */
+	return v < vp->msix.nvectors ? v : VIRTIO_MSI_NO_VECTOR;
 }
 
 /* Field width at a common-config offset; 64-bit addresses are two dwords. */
@@ -498,19 +506,6 @@ static void vp_notify_ready(void *arg)
 	lock_release(&q->lock);
 }
 
-static void vp_msix_read(void *opaque, uint64_t off, void *data, unsigned len)
-{
-	struct virtio_pci *vp = opaque;
-	if (!msix_bar_read(&vp->msix, VIRTIO_PCI_MSIX_BAR, off, data, len))
-		memset(data, 0, len);
-}
-
-static void vp_msix_write(void *opaque, uint64_t off, const void *data, unsigned len)
-{
-	struct virtio_pci *vp = opaque;
-	msix_bar_write(&vp->msix, VIRTIO_PCI_MSIX_BAR, off, data, len);
-}
-
 /* 4.1.4.9: the PCI-configuration-access capability: cap.bar, cap.offset,
  * cap.length select a BAR window; pci_cfg_data reads or writes it. */
 static bool vp_cfg_cap_window(struct virtio_pci *vp, uint32_t *offset, unsigned *len)
@@ -603,7 +598,7 @@ static uint8_t vp_add_cap(struct virtio_pci *vp, uint8_t type, uint8_t len, uint
 
 int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *name,
 		    struct irq_router *irq, const struct guest_mem *mem,
-		    const struct virtio_host *host, bool msix_hidden)
+		    const struct virtio_host *host, enum irq_mode mode)
 {
 	const struct virtio_dev_ops *ops = dev->ops;
 	unsigned nq = virtio_num_queues(dev);
@@ -645,15 +640,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 				return ret;
 		}
 	}
-	/* One vector per queue and one for configuration changes: what Linux's
-	 * vp_find_vqs_msix() asks for first. */
-	unsigned nvec = nq + 1;
-	uint64_t msix_size = pow2_at_least(msix_bar_bytes(nvec), 4096);
 	int ret = pci_device_add_bar(&vp->pci, 0, PCI_BAR_MEM32, VIRTIO_PCI_BAR0_SIZE, false,
 				     virtio_pci_bar_read, virtio_pci_bar_write, vp);
-	if (!ret)
-		ret = pci_device_add_bar(&vp->pci, VIRTIO_PCI_MSIX_BAR, PCI_BAR_MEM32, msix_size,
-					 false, vp_msix_read, vp_msix_write, vp);
 	if (ret)
 		return ret;
 	const uint8_t cap = sizeof(struct virtio_pci_cap);
@@ -675,8 +663,9 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	vp->pci.wmask[vp->cfg_cap + VIRTIO_PCI_CAP_BAR] = 0xFF;
 	memset(&vp->pci.wmask[vp->cfg_cap + VIRTIO_PCI_CAP_OFFSET], 0xFF,
 	       sizeof(struct virtio_pci_cfg_cap) - VIRTIO_PCI_CAP_OFFSET);
-	ret = msix_init(&vp->msix, &vp->pci, irq, nvec, VIRTIO_PCI_MSIX_BAR, 0,
-			msix_pba_offset(nvec), msix_hidden);
+	/* One vector per queue and one for configuration changes: what Linux's
+	 * vp_find_vqs_msix() asks for first. Last, after the vendor caps. */
+	ret = msix_init(&vp->msix, &vp->pci, irq, mode, nq + 1, VIRTIO_PCI_MSIX_BAR);
 	if (ret)
 		return ret;
 	lock_take(&vp->lock);

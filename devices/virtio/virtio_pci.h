@@ -4,7 +4,8 @@
  * structures and the PCI-configuration-access capability; device ID
  * 0x1040 + type, revision 1; VIRTIO_F_VERSION_1 always offered. BAR0 holds
  * the virtio structures, BAR2 the MSI-X table and PBA, so they share no
- * 4 KiB page.
+ * 4 KiB page; in IRQ_MODE_INTX there is no MSI-X capability and BAR2 is
+ * unimplemented (devices/pci/msix.h).
  *
  * Notifications arrive through KVM_IOEVENTFD on the notify region and are
  * served on the I/O thread that owns the queue (the machine decides which:
@@ -12,6 +13,7 @@
  * vectors when the guest enables MSI-X (one per queue and one for
  * configuration changes, as the driver assigns them), else INTx with the
  * ISR register (read-to-clear): every queue of the device on its one pin.
+ * msix_raise() (devices/pci/msix.h) makes that choice.
  *
  * Locks (DESIGN.md "Locks"): `lock` guards the configuration (common and
  * device config, features, status); each queue's `lock` guards that
@@ -110,7 +112,7 @@ struct virtio_pci {
 
 int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *name,
 		    struct irq_router *irq, const struct guest_mem *mem,
-		    const struct virtio_host *host, bool msix_hidden);
+		    const struct virtio_host *host, enum irq_mode mode);
 void virtio_pci_destroy(struct virtio_pci *vp);
 
 /* BAR0 access, exposed for tests. */

@@ -237,6 +237,17 @@ static void check_host_bridge(const struct pci_func *f)
 	check_caps(NULL, 0, false);
 }
 
+/* NVECTORS is the MSI-X table size: 1..2048, or 0 with no MSI-X at all
+ * (--irq-mode intx: no capability, no table, no vectors). */
+static bool check_nvectors(const struct pt_dev *d)
+{
+	if (!pt.expect_msix)
+		return check(d->nvec == 0, "testdev NVECTORS is 0 (pcitest.expect=intx: no MSI-X)",
+			     "00:%02x.0: %u", d->slot, d->nvec);
+	return check(d->nvec >= 1 && d->nvec <= TESTDEV_MAX_VECTORS, "testdev NVECTORS is 1..2048",
+		     "00:%02x.0: %u", d->slot, d->nvec);
+}
+
 static void check_testdev(struct pt_dev *d, const struct pci_func *f)
 {
 	const uint32_t *orig = f->bar_orig, *raw = f->bar_raw;
@@ -269,14 +280,17 @@ static void check_testdev(struct pt_dev *d, const struct pci_func *f)
 		d->doorbells = td_read(d, TD_DOORBELLS);
 		d->usable = check(magic == TESTDEV_MAGIC, "testdev MAGIC reads 0x56454454",
 				  "00:%02x.0: 0x%08x at 0x%x", d->slot, magic, d->bar0);
-		check(d->nvec >= 1 && d->nvec <= TESTDEV_MAX_VECTORS, "testdev NVECTORS is 1..2048",
-		      "00:%02x.0: %u", d->slot, d->nvec);
+		bool nvec_ok = check_nvectors(d);
 		check(td_read(d, TD_INTX_PENDING) == 0, "testdev INTX_PENDING is 0 at boot",
 		      "00:%02x.0: %u", d->slot, td_read(d, TD_INTX_PENDING));
 		info("00:%02x.0: NVECTORS %u, DOORBELLS %u", d->slot, d->nvec, d->doorbells);
-		if (d->nvec < 1 || d->nvec > TESTDEV_MAX_VECTORS)
+		if (!nvec_ok)
 			d->usable = false;
 	}
+	if (!pt.expect_msix)
+		check(!orig[1] && !raw[1],
+		      "testdev BAR1 is not implemented: no MSI-X table (pcitest.expect=intx)",
+		      "00:%02x.0: 0x%08x, all-ones read back 0x%08x", d->slot, orig[1], raw[1]);
 
 	if (d->mx.cap && d->usable) {
 		uint64_t table = align_up((uint64_t)d->nvec * PCI_MSIX_ENTRY_SIZE, 4096);

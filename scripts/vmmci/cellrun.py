@@ -306,7 +306,7 @@ def cell_expectations(cell, emulated, net_reason, token):
     if k.variant:
         msi = k.msi and cell.mode == "msix"
     elif cell.mode == "intx":
-        msi = False  # the VMM hides MSI-X: every kernel must use INTx
+        msi = False  # the VMM offers no MSI-X at all: every kernel must use INTx
     return consolelog.Expect(msi=msi, cpus=cell.cpus, net=not net_reason, net_skip=net_reason,
                              userspace=userspace, userspace_skip=why, full=cell.full,
                              token=token, acpi=k.acpi_only, boot=cell.boot)

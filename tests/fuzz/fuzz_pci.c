@@ -2,7 +2,7 @@
  * libFuzzer target: a hostile guest against PCI bus 0 with the host bridge
  * and two pci_testdev devices (MSI-X in BAR1) behind the interrupt door
  * over a recording sink. Byte 0 picks the delivery modes (IRQ_MSI_SIGNAL,
- * IRQ_INTX_LINE; bit 0 flips dev1's MSI-X to hidden) and byte 1 dev1's
+ * IRQ_INTX_LINE; bit 0 puts dev1 in IRQ_MODE_INTX) and byte 1 dev1's
  * vector count; then a sequence of operations, each one opcode byte:
  *   op & 7 = 0  CONFIG_ADDRESS write: raw dword, or (bit3) a structured
  *               enable|bus 0|slot|fn|reg from the next 2 bytes
@@ -81,8 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct pci_bus_env env = {&w.pio, &w.mmio, &ram.m, &w.irq, &w.log, fuzz_pci_window};
 	if (pci_bus_init(&w.pci, &env))
 		abort();
-	if (pci_testdev_init(&w.dev[0], "testdev0", &w.irq, 4, false) ||
-	    pci_testdev_init(&w.dev[1], "testdev1", &w.irq, nvec1, mode & 1))
+	if (pci_testdev_init(&w.dev[0], "testdev0", &w.irq, 4, IRQ_MODE_MSIX) ||
+	    pci_testdev_init(&w.dev[1], "testdev1", &w.irq, nvec1,
+			     (mode & 1) ? IRQ_MODE_INTX : IRQ_MODE_MSIX))
 		abort();
 	for (int i = 0; i < 2; i++)
 		if (pci_bus_add_device(&w.pci, &w.dev[i].pci, slots[i], (uint8_t)(1 + i)))

@@ -8,7 +8,7 @@
  * does. The rng's entropy source is fuzz_getrandom(): it checks
  * the buffer lies in RAM and fills it with a cheap, deterministic pattern;
  * the console's char_sink does the same check and discards.
- * Byte 0: bit 0 hides the rng's MSI-X, bit 1 the console's. Then operations,
+ * Byte 0: bit 0 puts the rng in IRQ_MODE_INTX, bit 1 the console. Then operations,
  * each one opcode byte; dev = (op >> 3) & 1 (0 rng, 1 console):
  *   op & 7 = 0  BAR0 write, len 1/2/4/8 by (op >> 4) & 3, at
  *               0x1000 * (op >> 6) + next byte (common, ISR, device, notify)
@@ -179,9 +179,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (virtio_rng_init(&w.rng, fuzz_getrandom) ||
 	    virtio_console_init(&w.con, (struct char_sink){.write = discard}))
 		abort();
-	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host, mode & 1) ||
+	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host,
+			    (mode & 1) ? IRQ_MODE_INTX : IRQ_MODE_MSIX) ||
 	    virtio_pci_init(&w.vp[1], &w.con.vdev, "virtio-console", &w.irq, &ram.m, &host,
-			    mode & 2))
+			    (mode & 2) ? IRQ_MODE_INTX : IRQ_MODE_MSIX))
 		abort();
 	for (int i = 0; i < 2; i++)
 		if (pci_bus_add_device(&w.pci, &w.vp[i].pci, slots[i], 1))

@@ -422,11 +422,17 @@ void pci_rig_init(struct pci_rig *r, enum irq_msi_delivery msi, enum irq_intx_de
 
 struct pci_testdev *pci_rig_add(struct pci_rig *r, uint8_t slot, unsigned nvectors)
 {
+	return pci_rig_add_mode(r, slot, nvectors, IRQ_MODE_MSIX);
+}
+
+struct pci_testdev *pci_rig_add_mode(struct pci_rig *r, uint8_t slot, unsigned nvectors,
+				     enum irq_mode mode)
+{
 	ck_assert_uint_lt(r->ndev, RIG_MAX_DEVS);
 	struct pci_testdev *t = &r->dev[r->ndev];
 	char name[16];
 	snprintf(name, sizeof(name), "testdev%u", r->ndev);
-	ck_assert_int_eq(pci_testdev_init(t, name, &r->irq, nvectors, false), 0);
+	ck_assert_int_eq(pci_testdev_init(t, name, &r->irq, nvectors, mode), 0);
 	ck_assert_int_eq(pci_bus_add_device(&r->pci, &t->pci, slot, 1), 0);
 	r->ndev++;
 	return t;

@@ -211,6 +211,9 @@ struct pci_rig {
 void pci_rig_init(struct pci_rig *r, enum irq_msi_delivery msi, enum irq_intx_delivery intx);
 /* A testdev named "testdev<i>" in `slot` on INTA#; aborts the test on failure. */
 struct pci_testdev *pci_rig_add(struct pci_rig *r, uint8_t slot, unsigned nvectors);
+/* The same in `mode` (IRQ_MODE_INTX: no MSI-X at all). */
+struct pci_testdev *pci_rig_add_mode(struct pci_rig *r, uint8_t slot, unsigned nvectors,
+				     enum irq_mode mode);
 void pci_rig_free(struct pci_rig *r);
 /* What the log received so far (NUL-terminated). */
 const char *pci_rig_log(struct pci_rig *r);

@@ -296,15 +296,15 @@ START_TEST(test_assigned_addresses_match_the_bars)
 }
 END_TEST
 
-START_TEST(test_hidden_msix_device_has_no_vector_count)
+START_TEST(test_intx_mode_device_has_no_vector_count)
 {
 	static struct pci_testdev t;
-	ck_assert_int_eq(pci_testdev_init(&t, "hidden", &rig.irq, 8, true), 0);
+	ck_assert_int_eq(pci_testdev_init(&t, "intx", &rig.irq, 8, IRQ_MODE_INTX), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &t.pci, 5, 1), 0);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	build(&rig.ram.m, 2);
 	ck_assert_int_eq(fdt_check_full(blob, blob_len), 0);
-	int off = node("/pci@cf8/hidden@5");
+	int off = node("/pci@cf8/intx@5");
 	ck_assert_ptr_null(fdt_getprop(blob, off, "msix-vectors", NULL));
 	ck_assert_uint_eq(prop_u32(node(devs[0].path), "msix-vectors"), devs[0].nvec);
 	pci_testdev_destroy(&t);
@@ -325,7 +325,7 @@ static Suite *fdt_suite(void)
 	tcase_add_test(t, test_interrupt_map_sends_each_inta_to_its_ioapic_pin);
 	tcase_add_test(t, test_device_nodes_carry_vectors_ids_and_reg);
 	tcase_add_test(t, test_assigned_addresses_match_the_bars);
-	tcase_add_test(t, test_hidden_msix_device_has_no_vector_count);
+	tcase_add_test(t, test_intx_mode_device_has_no_vector_count);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -411,15 +411,16 @@ END_TEST
 START_TEST(test_vector_counts_outside_1_to_2048_refused)
 {
 	static struct pci_testdev t;
-	ck_assert_int_ne(pci_testdev_init(&t, "zero", &rig.irq, 0, false), 0);
-	ck_assert_int_ne(pci_testdev_init(&t, "big", &rig.irq, MSIX_MAX_VECTORS + 1, false), 0);
+	ck_assert_int_ne(pci_testdev_init(&t, "zero", &rig.irq, 0, IRQ_MODE_MSIX), 0);
+	ck_assert_int_ne(pci_testdev_init(&t, "big", &rig.irq, MSIX_MAX_VECTORS + 1, IRQ_MODE_MSIX),
+			 0);
 }
 END_TEST
 
-START_TEST(test_hidden_msix_has_no_capability_and_uses_intx)
+START_TEST(test_intx_mode_has_no_capability_and_uses_intx)
 {
 	static struct pci_testdev t;
-	ck_assert_int_eq(pci_testdev_init(&t, "hidden", &rig.irq, 4, true), 0);
+	ck_assert_int_eq(pci_testdev_init(&t, "intx", &rig.irq, 4, IRQ_MODE_INTX), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &t.pci, 2, 1), 0);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	ck_assert_uint_eq(cfg_rd(&rig, 2, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST, 0);
@@ -462,7 +463,7 @@ static Suite *msix_suite(void)
 	tcase_add_test(t, test_one_vector);
 	tcase_add_test(t, test_2048_vectors);
 	tcase_add_test(t, test_vector_counts_outside_1_to_2048_refused);
-	tcase_add_test(t, test_hidden_msix_has_no_capability_and_uses_intx);
+	tcase_add_test(t, test_intx_mode_has_no_capability_and_uses_intx);
 	suite_add_tcase(s, t);
 	return s;
 }

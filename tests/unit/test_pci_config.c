@@ -5,9 +5,12 @@
  * capability list (6.7), and BARs: sizing, decoding, moves (6.2.5.1).
  */
 #include "helpers.h"
+#include "virtio_helpers.h"
 
+#include "devices/pci/msix.h"
 #include "devices/pci/pci.h"
 #include "devices/pci/pci_testdev.h"
+#include "devices/virtio/virtio_pci.h"
 #include "vmm/base/layout.h"
 
 #include <check.h>
@@ -594,6 +597,117 @@ START_TEST(test_assign_fails_when_a_bar_cannot_fit_the_window)
 }
 END_TEST
 
+/* ---- the interrupt mode (devices/pci/msix.h) ---- */
+
+#define VSLOT 2 /* a virtio function beside the testdev */
+#define VNQ   3 /* its queues: NQ + 1 MSI-X vectors */
+
+static struct virtio_probe probe;
+static struct virtio_pci vp;
+static struct fake_host host;
+
+static void irq_mode_teardown(void)
+{
+	virtio_pci_destroy(&vp);
+	pci_rig_free(&rig);
+}
+
+/* A testdev (MSI-X in BAR1) in SLOT and a virtio function (MSI-X in BAR2)
+ * in VSLOT, both in `mode`, their BARs assigned; returns how many vectors
+ * the interrupt router gained. */
+static unsigned both_in(enum irq_mode mode)
+{
+	unsigned before = rig.irq.nvectors;
+	dev = pci_rig_add_mode(&rig, SLOT, NVEC, mode);
+	virtio_probe_init(&probe, 9, VNQ, 16);
+	struct virtio_host h = fake_host_make(&host, &rig.log);
+	ck_assert_int_eq(
+	    virtio_pci_init(&vp, &probe.vdev, "virtio0", &rig.irq, &rig.ram.m, &h, mode), 0);
+	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp.pci, VSLOT, 1), 0);
+	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
+	return rig.irq.nvectors - before;
+}
+
+/* The capability list walked as a guest does (6.7): the offset of the
+ * first capability with `id` (0: none), and how many have it. */
+static uint8_t find_cap(uint8_t slot, uint8_t id, unsigned *count)
+{
+	uint8_t found = 0, c = 0;
+	unsigned hops = 0;
+	*count = 0;
+	if (cfg_rd(&rig, slot, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST)
+		c = (uint8_t)(cfg_rd(&rig, slot, PCI_CAPABILITY_LIST, 1) & ~3u);
+	for (; c && hops < 48; hops++) {
+		if (cfg_rd(&rig, slot, c, 1) == id && !(*count)++)
+			found = c;
+		c = (uint8_t)(cfg_rd(&rig, slot, c + 1u, 1) & ~3u);
+	}
+	ck_assert_uint_lt(hops, 48); /* the list ends */
+	return found;
+}
+
+/* An unimplemented BAR (6.2.5.1): reads 0, sizes to 0, decodes nothing. */
+static void assert_no_bar(const struct pci_device *d, int bar)
+{
+	unsigned off = PCI_BASE_ADDRESS_0 + 4u * (unsigned)bar;
+	ck_assert_uint_eq(cfg_rd(&rig, d->slot, off, 4), 0);
+	ck_assert_uint_eq(rig_bar_size(&rig, d->slot, bar), 0);
+	ck_assert_uint_eq(cfg_rd(&rig, d->slot, off, 4), 0);
+	ck_assert_int_eq(d->bars[bar].type, PCI_BAR_NONE);
+	ck_assert(!d->bars[bar].mapped);
+}
+
+START_TEST(test_intx_mode_has_no_msix_capability_bar_or_vectors)
+{
+	unsigned n;
+	ck_assert_uint_eq(both_in(IRQ_MODE_INTX), 0); /* QEMU's vectors=0 */
+	ck_assert_uint_eq(find_cap(SLOT, PCI_CAP_ID_MSIX, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, PCI_STATUS, 2) & PCI_STATUS_CAP_LIST, 0);
+	ck_assert_uint_eq(find_cap(VSLOT, PCI_CAP_ID_MSIX, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(find_cap(VSLOT, PCI_CAP_ID_VNDR, &n), 0x40); /* virtio's stay */
+	ck_assert_uint_eq(n, 5);
+	assert_no_bar(&dev->pci, TESTDEV_MSIX_BAR);
+	assert_no_bar(&vp.pci, VIRTIO_PCI_MSIX_BAR);
+	/* The other BARs keep their indices and sizes. */
+	ck_assert_uint_eq(rig_bar_size(&rig, SLOT, 0), 4096);
+	ck_assert_uint_eq(rig_bar_size(&rig, VSLOT, 0), VIRTIO_PCI_BAR0_SIZE);
+	uint64_t regs = rig_bar_addr(&rig, SLOT, 0);
+	ck_assert_uint_eq(mmio_rd32(&rig, regs + TESTDEV_REG_NVECTORS), 0);
+	ck_assert_uint_eq(dev->pci.msix_vectors + vp.pci.msix_vectors, 0);
+	/* A doorbell still interrupts, by INTx (slot 1 INTA#: pin 17). */
+	mmio_wr32(&rig, regs + TESTDEV_REG_DOORBELL, 3);
+	ck_assert_uint_eq(sink_rec_lines(&rig.sink, 17, 1), 1);
+	ck_assert_uint_eq(rig.sink.signal_msi_n, 0);
+}
+END_TEST
+
+START_TEST(test_msix_mode_has_msix_capability_bar_and_vectors)
+{
+	unsigned n;
+	ck_assert_uint_eq(both_in(IRQ_MODE_MSIX), NVEC + VNQ + 1);
+	/* Where they always were: the testdev's only capability, virtio's
+	 * last, after the five vendor capabilities (0x40..0x97). */
+	uint8_t tcap = find_cap(SLOT, PCI_CAP_ID_MSIX, &n);
+	ck_assert_uint_eq(tcap, 0x40);
+	ck_assert_uint_eq(n, 1);
+	uint8_t vcap = find_cap(VSLOT, PCI_CAP_ID_MSIX, &n);
+	ck_assert_uint_eq(vcap, 0x98);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(cfg_rd(&rig, VSLOT, vcap + 1u, 1), 0);
+	ck_assert_uint_eq(cfg_rd(&rig, SLOT, tcap + PCI_MSIX_TABLE, 4), TESTDEV_MSIX_BAR);
+	ck_assert_uint_eq(cfg_rd(&rig, VSLOT, vcap + PCI_MSIX_TABLE, 4), VIRTIO_PCI_MSIX_BAR);
+	ck_assert_uint_eq(rig_bar_size(&rig, SLOT, TESTDEV_MSIX_BAR), pow2_ge(msix_pages(NVEC)));
+	ck_assert_uint_eq(rig_bar_size(&rig, VSLOT, VIRTIO_PCI_MSIX_BAR),
+			  pow2_ge(msix_pages(VNQ + 1)));
+	uint64_t regs = rig_bar_addr(&rig, SLOT, 0);
+	ck_assert_uint_eq(mmio_rd32(&rig, regs + TESTDEV_REG_NVECTORS), NVEC);
+	ck_assert_uint_eq(dev->pci.msix_vectors, NVEC);
+	ck_assert_uint_eq(vp.pci.msix_vectors, VNQ + 1);
+}
+END_TEST
+
 static Suite *pci_config_suite(void)
 {
 	Suite *s = suite_create("pci_config");
@@ -640,6 +754,12 @@ static Suite *pci_config_suite(void)
 	tcase_add_test(t, test_assign_resources_aligned_disjoint_in_window);
 	tcase_add_test(t, test_io_and_mem64_bars_size_decode_and_assign);
 	tcase_add_test(t, test_assign_fails_when_a_bar_cannot_fit_the_window);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("irq_mode");
+	tcase_add_checked_fixture(t, bare_setup, irq_mode_teardown);
+	tcase_add_test(t, test_intx_mode_has_no_msix_capability_bar_or_vectors);
+	tcase_add_test(t, test_msix_mode_has_msix_capability_bar_and_vectors);
 	suite_add_tcase(s, t);
 	return s;
 }

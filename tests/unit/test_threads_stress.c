@@ -240,7 +240,8 @@ static void setup(void)
 					 (void (*)(void *))virtio_blk_complete, &blk.queues[q]),
 				 0);
 	ck_assert_int_eq(
-	    virtio_pci_init(&vp, &blk.vdev, "virtio-blk0", &rig.irq, &rig.ram.m, &h, false), 0);
+	    virtio_pci_init(&vp, &blk.vdev, "virtio-blk0", &rig.irq, &rig.ram.m, &h, IRQ_MODE_MSIX),
+	    0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp.pci, BLK_SLOT, 1), 0);
 	struct pci_testdev *t = pci_rig_add(&rig, TDEV_SLOT, 4);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);

@@ -72,7 +72,7 @@ static void disk_make(void)
 	close(fd);
 }
 
-static void blk_rig(unsigned queues, bool hidden)
+static void blk_rig(unsigned queues, enum irq_mode mode)
 {
 	pci_rig_init(&rig, IRQ_MSI_SIGNAL, IRQ_INTX_LINE);
 	struct virtio_host h = fake_host_make(&host, &rig.log);
@@ -86,7 +86,7 @@ static void blk_rig(unsigned queues, bool hidden)
 					 (void (*)(void *))virtio_blk_complete, &blk.queues[q]),
 				 0);
 	ck_assert_int_eq(
-	    virtio_pci_init(&vp, &blk.vdev, "virtio-blk0", &rig.irq, &rig.ram.m, &h, hidden), 0);
+	    virtio_pci_init(&vp, &blk.vdev, "virtio-blk0", &rig.irq, &rig.ram.m, &h, mode), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp.pci, SLOT, 1), 0);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	vpv_init(&v, &rig, SLOT);
@@ -96,12 +96,12 @@ static void blk_rig(unsigned queues, bool hidden)
 
 static void setup_blk2(void)
 {
-	blk_rig(2, false);
+	blk_rig(2, IRQ_MODE_MSIX);
 }
 
 static void setup_blk2_intx(void)
 {
-	blk_rig(2, true);
+	blk_rig(2, IRQ_MODE_INTX);
 }
 
 static void teardown_blk(void)
@@ -182,7 +182,7 @@ static unsigned blk_cfg_num_queues(void)
 
 START_TEST(test_blk_one_queue_offers_no_mq)
 {
-	blk_rig(1, false);
+	blk_rig(1, IRQ_MODE_MSIX);
 	ck_assert_uint_eq(vpv_device_features(&v) & F_BLK_MQ, 0);
 	ck_assert_uint_eq(vpv_rd(&v, VPC_NUMQ, 2), 1);
 	/* One queue vector and the configuration vector. */
@@ -196,7 +196,7 @@ START_TEST(test_blk_mq_offered_with_num_queues_and_table)
 	static const unsigned counts[] = {2, 4, VIRTIO_BLK_MAX_QUEUES};
 	for (unsigned i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		unsigned n = counts[i];
-		blk_rig(n, false);
+		blk_rig(n, IRQ_MODE_MSIX);
 		ck_assert_uint_eq(vpv_device_features(&v) & F_BLK_MQ, F_BLK_MQ);
 		ck_assert_uint_eq(blk_cfg_num_queues(), n);
 		ck_assert_uint_eq(vpv_rd(&v, VPC_NUMQ, 2), n);

@@ -41,26 +41,26 @@ static struct vpci_view v, v2;
 static struct vring_drv ring[NQ];
 static struct virtio_host hostif;
 
-static void add_probe(uint8_t slot, bool hidden)
+static void add_probe(uint8_t slot, enum irq_mode mode)
 {
 	struct virtio_probe *p = &pr[nvp];
 	virtio_probe_init(p, PROBE_TYPE, NQ, QMAX);
 	char name[16];
 	snprintf(name, sizeof(name), "probe%u", nvp);
 	ck_assert_int_eq(
-	    virtio_pci_init(&vp[nvp], &p->vdev, name, &rig.irq, &rig.ram.m, &hostif, hidden), 0);
+	    virtio_pci_init(&vp[nvp], &p->vdev, name, &rig.irq, &rig.ram.m, &hostif, mode), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp[nvp].pci, slot, 1), 0);
 	nvp++;
 }
 
-static void rig_up(enum irq_intx_delivery intx, bool hidden, unsigned ndev)
+static void rig_up(enum irq_intx_delivery intx, enum irq_mode mode, unsigned ndev)
 {
 	pci_rig_init(&rig, IRQ_MSI_SIGNAL, intx);
 	hostif = fake_host_make(&host, &rig.log);
 	nvp = 0;
-	add_probe(SLOT, hidden);
+	add_probe(SLOT, mode);
 	if (ndev > 1)
-		add_probe(SLOT2, hidden);
+		add_probe(SLOT2, mode);
 	ck_assert_int_eq(pci_bus_assign_resources(&rig.pci), 0);
 	vpv_init(&v, &rig, SLOT);
 	if (ndev > 1)
@@ -71,19 +71,19 @@ static void rig_up(enum irq_intx_delivery intx, bool hidden, unsigned ndev)
 
 static void setup(void)
 {
-	rig_up(IRQ_INTX_LINE, false, 1);
+	rig_up(IRQ_INTX_LINE, IRQ_MODE_MSIX, 1);
 }
 static void setup_two(void)
 {
-	rig_up(IRQ_INTX_LINE, false, 2);
+	rig_up(IRQ_INTX_LINE, IRQ_MODE_MSIX, 2);
 }
-static void setup_hidden(void)
+static void setup_intx(void)
 {
-	rig_up(IRQ_INTX_LINE, true, 1);
+	rig_up(IRQ_INTX_LINE, IRQ_MODE_INTX, 1);
 }
 static void setup_resample(void)
 {
-	rig_up(IRQ_INTX_RESAMPLE, false, 1);
+	rig_up(IRQ_INTX_RESAMPLE, IRQ_MODE_MSIX, 1);
 }
 
 static void teardown(void)
@@ -158,8 +158,8 @@ START_TEST(test_ids_are_modern)
 	struct fake_host h2;
 	struct virtio_host h = fake_host_make(&h2, &rig.log);
 	ck_assert_int_eq(virtio_rng_init(&rng, NULL), 0);
-	ck_assert_int_eq(virtio_pci_init(&rvp, &rng.vdev, "rng", &rig.irq, &rig.ram.m, &h, false),
-			 0);
+	ck_assert_int_eq(
+	    virtio_pci_init(&rvp, &rng.vdev, "rng", &rig.irq, &rig.ram.m, &h, IRQ_MODE_MSIX), 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &rvp.pci, 7, 1), 0);
 	ck_assert_uint_eq(cfg_rd(&rig, 7, PCI_DEVICE_ID, 2), 0x1044);
 	virtio_pci_destroy(&rvp);
@@ -412,7 +412,7 @@ START_TEST(test_vector_beyond_table_reads_no_vector)
 }
 END_TEST
 
-START_TEST(test_hidden_msix_every_vector_reads_no_vector)
+START_TEST(test_intx_mode_every_vector_reads_no_vector)
 {
 	ck_assert_uint_eq(v.msix_cap, 0);
 	vpv_wr(&v, VPC_MSIX, 2, 0);
@@ -849,9 +849,9 @@ static Suite *virtio_pci_suite(void)
 	tcase_add_test(t, test_config_interrupt_sets_isr_bit_under_msix);
 	suite_add_tcase(s, t);
 
-	t = tcase_create("hidden_msix");
-	tcase_add_checked_fixture(t, setup_hidden, teardown);
-	tcase_add_test(t, test_hidden_msix_every_vector_reads_no_vector);
+	t = tcase_create("intx_mode");
+	tcase_add_checked_fixture(t, setup_intx, teardown);
+	tcase_add_test(t, test_intx_mode_every_vector_reads_no_vector);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("resample");

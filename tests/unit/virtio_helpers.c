@@ -532,7 +532,8 @@ uint64_t virtio_offered_features(struct virtio_dev *d)
 	memcpy(saved_vqs, d->vqs, sizeof(saved_vqs));
 	pci_rig_init(&r, IRQ_MSI_SIGNAL, IRQ_INTX_LINE);
 	struct virtio_host host = fake_host_make(&h, &r.log);
-	ck_assert_int_eq(virtio_pci_init(&vp, d, "offered", &r.irq, &r.ram.m, &host, false), 0);
+	ck_assert_int_eq(virtio_pci_init(&vp, d, "offered", &r.irq, &r.ram.m, &host, IRQ_MODE_MSIX),
+			 0);
 	ck_assert_int_eq(pci_bus_add_device(&r.pci, &vp.pci, 1, 1), 0);
 	ck_assert_int_eq(pci_bus_assign_resources(&r.pci), 0);
 	struct vpci_view v;

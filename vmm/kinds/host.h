@@ -8,6 +8,8 @@
 #ifndef VMM_DEVICE_HOST_H
 #define VMM_DEVICE_HOST_H
 
+#include "devices/pci/msix.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,7 +28,7 @@ struct device_host {
 	struct pci_bus *pci;
 	struct console *console;	     /* where a console device writes */
 	struct console_input *console_input; /* who gets stdin: a console device takes it */
-	bool intx_only;			     /* --irq-mode intx: no MSI-X capability */
+	enum irq_mode irq_mode;		     /* --irq-mode: every PCI function's */
 	struct event_loop *main_loop;	     /* the main thread's */
 	/* The loop for the next queue group of a multiqueue device: the I/O
 	 * threads round robin, the main loop when there are none. */

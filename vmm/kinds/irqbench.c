@@ -90,7 +90,7 @@ static void *irqbench_create(const struct device_host *h, const struct device_sp
 		return NULL;
 	}
 	b->samples_path = p->samples;
-	int ret = pci_irqbench_init(&b->dev, name, h->irq, p->vectors, h->intx_only);
+	int ret = pci_irqbench_init(&b->dev, name, h->irq, p->vectors, h->irq_mode);
 	if (ret) {
 		err_set(e, ERR_HOST, "cannot create %s: %s", name, strerror(-ret));
 		goto fail;

@@ -38,7 +38,7 @@ static void *testdev_create(const struct device_host *h, const struct device_spe
 		err_set(e, ERR_HOST, "out of memory");
 		return NULL;
 	}
-	int ret = pci_testdev_init(t, name, h->irq, p->vectors, h->intx_only);
+	int ret = pci_testdev_init(t, name, h->irq, p->vectors, h->irq_mode);
 	if (!ret)
 		ret = pci_bus_add_device(h->pci, &t->pci, slot, 1);
 	if (ret) {

@@ -45,7 +45,7 @@ int virtio_instance_plug(struct virtio_instance *v, struct virtio_dev *dev, cons
 {
 	const struct device_host *h = v->host;
 	struct virtio_host vh = {virtio_ioeventfd, virtio_watch, virtio_defer, v, h->log};
-	int ret = virtio_pci_init(&v->vp, dev, name, h->irq, h->mem, &vh, h->intx_only);
+	int ret = virtio_pci_init(&v->vp, dev, name, h->irq, h->mem, &vh, h->irq_mode);
 	if (!ret)
 		ret = pci_bus_add_device(h->pci, &v->vp.pci, slot, 1);
 	if (ret)

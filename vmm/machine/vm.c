@@ -313,7 +313,7 @@ static int vm_create_pci(struct vm *vm, struct err *e)
 	    .pci = &vm->pci,
 	    .console = &vm->console,
 	    .console_input = &vm->console_input,
-	    .intx_only = vm->opts->irq_mode == IRQ_MODE_INTX,
+	    .irq_mode = vm->opts->irq_mode,
 	    .main_loop = &vm->loop,
 	    .next_loop = vm_next_loop,
 	    .ioeventfd = vm->no_kvm ? NULL : vm_ioeventfd,

@@ -8,6 +8,8 @@
 #ifndef VMM_OPTIONS_H
 #define VMM_OPTIONS_H
 
+#include "devices/pci/msix.h" /* enum irq_mode */
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,8 +40,6 @@ struct device_spec {
 	/* The kind's own parameters, as its parse() left them. */
 	_Alignas(8) unsigned char params[DEVICE_PARAMS_MAX];
 };
-
-enum irq_mode { IRQ_MODE_MSIX, IRQ_MODE_INTX };
 
 /* --host: where KVM comes from. auto: this box's /dev/kvm when it is
  * usable, else the emulated KVM host (scripts/vmm-host); kvm: this box's
