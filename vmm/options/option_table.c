@@ -37,11 +37,16 @@ static int64_t load_int(void *base, const struct opt_row *r)
 	}
 }
 
+/* The types whose field is a whole number, with the row's default. */
+static bool has_default(enum opt_type t)
+{
+	return t == OPT_FLAG || t == OPT_COUNT || t == OPT_UINT || t == OPT_BOOL || t == OPT_ENUM;
+}
+
 void opt_defaults(const struct opt_row *rows, unsigned n, void *base)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (rows[i].type <= OPT_UINT || rows[i].type == OPT_BOOL ||
-		    rows[i].type == OPT_ENUM)
+		if (has_default(rows[i].type))
 			store_int(base, &rows[i], rows[i].dflt);
 }
 
