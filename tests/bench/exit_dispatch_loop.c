@@ -16,6 +16,7 @@
 #include "irq/irq.h"
 #include "vmm/base/err.h"
 #include "vmm/cpu/vcpu.h"
+#include "vmm/kinds/registry.h"
 #include "vmm/machine/machine.h"
 #include "vmm/options/options.h"
 
@@ -65,7 +66,8 @@ int main(int argc, char **argv)
 	struct err e = {0};
 	struct machine_backend quiet = {&quiet_sink, NULL};
 	struct vm *vm = NULL;
-	if (options_parse(&o, 6, args, &e) || !(vm = machine_create(&o, 0, &quiet, &e))) {
+	if (options_parse(&o, 6, args, device_kinds, &e) ||
+	    !(vm = machine_create(&o, 0, &quiet, &e))) {
 		fprintf(stderr, "exit_dispatch_loop: set-up failed: %s\n", e.msg);
 		return 1;
 	}

@@ -1,11 +1,13 @@
 /*
  * The host console (Ctrl-A escapes on a terminal, panic detection in guest
- * output) and the ./vmm command line (options.h, --help text).
+ * output) and the ./vmm command line (options.h: the typed fields, the
+ * errors, --help from the rows).
  */
 #include "helpers.h"
 
 #include "vmm/base/err.h"
 #include "vmm/host/console.h"
+#include "vmm/kinds/registry.h"
 #include "vmm/options/options.h"
 
 #include <check.h>
@@ -236,17 +238,21 @@ END_TEST
 static struct vm_options opts;
 static struct err err;
 
-/* Parses a NULL-terminated argument list (argv[0] supplied). */
+/* Parses a NULL-terminated argument list (argv[0] supplied), copied: the
+ * parser cuts device options up in place, as it may argv's. */
 static int parse_v(const char *const *args)
 {
 	static char *argv[32];
+	static char copies[31][64];
 	int argc = 0;
 	argv[argc++] = (char *)"vmm";
-	for (; *args && argc < 31; args++)
-		argv[argc++] = (char *)*args;
+	for (; *args && argc < 31; args++, argc++) {
+		snprintf(copies[argc], sizeof(copies[argc]), "%s", *args);
+		argv[argc] = copies[argc];
+	}
 	argv[argc] = NULL;
 	memset(&err, 0, sizeof(err));
-	return options_parse(&opts, argc, argv, &err);
+	return options_parse(&opts, argc, argv, device_kinds, &err);
 }
 #define PARSE(...) parse_v((const char *const[]){__VA_ARGS__, NULL})
 
@@ -385,6 +391,153 @@ START_TEST(test_kernel_cmdline_no_default_uses_only_extra)
 }
 END_TEST
 
+#define ck_assert_error_is(ret, want)                                                              \
+	do {                                                                                       \
+		ck_assert_usage_error(ret);                                                        \
+		ck_assert_str_eq(err.msg, want);                                                   \
+	} while (0)
+
+START_TEST(test_options_typed_defaults)
+{
+	ck_assert_int_eq(PARSE("--kernel", "k"), 0);
+	ck_assert_int_eq(opts.irq_mode, IRQ_MODE_MSIX);
+	ck_assert_int_eq(opts.msi_delivery, IRQ_MSI_IRQFD);
+	ck_assert_int_eq(opts.intx_delivery, IRQ_INTX_LINE);
+	ck_assert_int_eq(opts.boot_entry, BOOT_ENTRY_AUTO);
+	ck_assert_int_eq(opts.kvm_pv, CPU_PV_AUTO);
+	ck_assert_int_eq(opts.host, HOST_AUTO);
+	ck_assert_int_eq(opts.io_threads, -1);
+	ck_assert(opts.seccomp);
+	ck_assert(opts.acpi);
+	ck_assert_uint_eq(opts.ndevices, 0);
+}
+END_TEST
+
+START_TEST(test_options_typed_values)
+{
+	ck_assert_int_eq(PARSE("--kernel", "k", "--irq-mode", "intx", "--msi-delivery", "signal",
+			       "--intx-delivery", "resample", "--boot", "pvh", "--kvm-pv", "none",
+			       "--host", "emulated", "--io-threads", "0", "--seccomp", "off",
+			       "--acpi", "off"),
+			 0);
+	ck_assert_int_eq(opts.irq_mode, IRQ_MODE_INTX);
+	ck_assert_int_eq(opts.msi_delivery, IRQ_MSI_SIGNAL);
+	ck_assert_int_eq(opts.intx_delivery, IRQ_INTX_RESAMPLE);
+	ck_assert_int_eq(opts.boot_entry, BOOT_ENTRY_PVH);
+	ck_assert_int_eq(opts.kvm_pv, CPU_PV_NONE);
+	ck_assert_int_eq(opts.host, HOST_EMULATED);
+	ck_assert_int_eq(opts.io_threads, 0);
+	ck_assert(!opts.seccomp);
+	ck_assert(!opts.acpi);
+	ck_assert_int_eq(PARSE("--kernel", "k", "--boot", "linux", "--intx-delivery", "line"), 0);
+	ck_assert_int_eq(opts.boot_entry, BOOT_ENTRY_LINUX);
+	ck_assert_int_eq(opts.intx_delivery, IRQ_INTX_LINE);
+}
+END_TEST
+
+/* A wrong word lists every choice: machine options, device choices alike. */
+START_TEST(test_options_unknown_choice_lists_every_one)
+{
+	ck_assert_error_is(PARSE("--kernel", "k", "--boot", "pvhx"),
+			   "--boot pvhx: use one of auto, linux, pvh");
+	ck_assert_error_is(PARSE("--kernel", "k", "--irq-mode", "msi"),
+			   "--irq-mode msi: use one of msix, intx");
+	ck_assert_error_is(PARSE("--kernel", "k", "--host", "cloud"),
+			   "--host cloud: use one of auto, kvm, emulated");
+	ck_assert_error_is(PARSE("--kernel", "k", "--acpi", "maybe"),
+			   "--acpi maybe: use one of on, off");
+	ck_assert_error_is(PARSE("--kernel", "k", "--console", "vga"),
+			   "--console vga: use one of serial, virtio");
+	ck_assert_error_is(PARSE("--kernel", "k", "--device", "frob"),
+			   "--device frob: use one of testdev, irqbench");
+	ck_assert_error_is(PARSE("--kernel", "k", "--device", ""),
+			   "--device: needs a value, one of testdev, irqbench");
+}
+END_TEST
+
+START_TEST(test_options_bad_range_names_the_range)
+{
+	ck_assert_error_is(PARSE("--kernel", "k", "--cpus", "255"),
+			   "--cpus 255: must be between 1 and 254");
+	ck_assert_error_is(PARSE("--kernel", "k", "--io-threads", "17"),
+			   "--io-threads 17: must be between 0 and 16");
+	ck_assert_error_is(PARSE("--kernel", "k", "--memory", "1"),
+			   "--memory 1: must be between 2 and 1048576");
+	ck_assert_error_is(PARSE("--kernel", "k", "--timeout", "0"),
+			   "--timeout 0: must be above 0 and at most 10000000");
+	ck_assert_error_is(PARSE("--kernel", "k", "--disk", "d.img,queues=17"),
+			   "--disk queues 17: must be between 1 and 16");
+	ck_assert_error_is(PARSE("--kernel", "k", "--device", "testdev,vectors=0"),
+			   "--device testdev vectors 0: must be between 1 and 2048");
+}
+END_TEST
+
+/* $VMM_HOST is --host's default, checked as --host is; --host wins. */
+START_TEST(test_options_vmm_host_environment)
+{
+	setenv("VMM_HOST", "kvm", 1);
+	ck_assert_int_eq(PARSE("--kernel", "k"), 0);
+	ck_assert_int_eq(opts.host, HOST_KVM);
+	ck_assert_int_eq(PARSE("--kernel", "k", "--host", "emulated"), 0);
+	ck_assert_int_eq(opts.host, HOST_EMULATED);
+	setenv("VMM_HOST", "cloud", 1);
+	ck_assert_error_is(PARSE("--kernel", "k"),
+			   "VMM_HOST cloud: use one of auto, kvm, emulated");
+	setenv("VMM_HOST", "", 1);
+	ck_assert_int_eq(PARSE("--kernel", "k"), 0);
+	ck_assert_int_eq(opts.host, HOST_AUTO);
+	unsetenv("VMM_HOST");
+}
+END_TEST
+
+START_TEST(test_options_devices_from_their_rows)
+{
+	ck_assert_int_eq(PARSE("--kernel", "k", "--disk", "d.img,ro", "--device", "testdev,slot=4",
+			       "--console", "virtio", "--rng"),
+			 0);
+	ck_assert_uint_eq(opts.ndevices, 4);
+	ck_assert_str_eq(opts.devices[0].kind->name, "virtio-blk");
+	ck_assert_int_eq(opts.devices[0].slot, -1);
+	ck_assert_str_eq(opts.devices[1].kind->name, "testdev");
+	ck_assert_int_eq(opts.devices[1].slot, 4);
+	ck_assert_str_eq(opts.guest_console, "hvc0");
+	ck_assert_int_eq(PARSE("--kernel", "k", "--console", "virtio", "--console", "serial"), 0);
+	ck_assert_uint_eq(opts.ndevices, 0);
+}
+END_TEST
+
+/* --help is written from the rows: each machine option, each device
+ * kind, and the exit codes. */
+START_TEST(test_options_help_lists_every_row)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(f);
+	options_print_help(f, "vmm", device_kinds);
+	fclose(f);
+	const struct opt_table *t = options_machine_rows();
+	for (unsigned i = 0; i < t->n; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "--%s", t->rows[i].key);
+		ck_assert_msg(strstr(text, want), "--help lacks %s", want);
+	}
+	for (const struct device_cli *const *k = device_kinds; *k; k++) {
+		char want[64];
+		if ((*k)->option)
+			snprintf(want, sizeof(want), "--%s", (*k)->option);
+		else
+			snprintf(want, sizeof(want), "--device %s", (*k)->name);
+		ck_assert_msg(strstr(text, want), "--help lacks %s", want);
+	}
+	ck_assert_ptr_nonnull(strstr(text, "-v, --verbose"));
+	ck_assert_ptr_nonnull(strstr(text, "--boot auto|linux|pvh"));
+	ck_assert_ptr_nonnull(strstr(text, "--disk PATH[,ro][,direct][,queues=N]"));
+	ck_assert_ptr_nonnull(strstr(text, "Exit codes:"));
+	free(text);
+}
+END_TEST
+
 static Suite *console_options_suite(void)
 {
 	Suite *s = suite_create("console_options");
@@ -425,6 +578,13 @@ static Suite *console_options_suite(void)
 	tcase_add_test(t, test_kernel_cmdline_joins_default_and_extra);
 	tcase_add_test(t, test_kernel_cmdline_default_alone);
 	tcase_add_test(t, test_kernel_cmdline_no_default_uses_only_extra);
+	tcase_add_test(t, test_options_typed_defaults);
+	tcase_add_test(t, test_options_typed_values);
+	tcase_add_test(t, test_options_unknown_choice_lists_every_one);
+	tcase_add_test(t, test_options_bad_range_names_the_range);
+	tcase_add_test(t, test_options_vmm_host_environment);
+	tcase_add_test(t, test_options_devices_from_their_rows);
+	tcase_add_test(t, test_options_help_lists_every_row);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -9,6 +9,7 @@
 #define VMM_VCPU_H
 
 #include "vmm/base/machine_ctl.h"
+#include "vmm/cpu/cpu_model.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,7 +32,7 @@ struct vcpu_env {
 	struct log *log;
 	const struct vmm_seccomp *seccomp; /* NULL: --seccomp off */
 	unsigned nvcpus;		   /* in the machine (CPUID topology) */
-	int kvm_pv;			   /* enum cpu_pv_policy (--kvm-pv) */
+	enum cpu_pv_policy kvm_pv;	   /* --kvm-pv */
 	uint32_t kvm_pv_mask;
 	struct machine_ctl ctl; /* stop the machine, with a reason */
 	/* True once the machine is stopping: the thread leaves KVM_RUN. */

@@ -22,11 +22,6 @@ struct blk_device {
 	struct virtio_blk blk;
 };
 
-static void blk_defaults(void *params)
-{
-	((struct blk_params *)params)->queues = 1;
-}
-
 static unsigned blk_queue_groups(const struct device_spec *spec)
 {
 	return ((const struct blk_params *)spec->params)->queues;
@@ -97,17 +92,20 @@ static void blk_print_stats(const struct vm_device *d, FILE *out)
 }
 
 const struct device_kind device_kind_virtio_blk = {
-    .name = "virtio-blk",
-    .option = "disk",
-    .help = "virtio-blk on a raw file or block device (io_uring); ro: read-only, direct: "
-	    "O_DIRECT, queues: request queues (1-" OPTIONS_STR(
-		VIRTIO_BLK_MAX_QUEUES) ", default 1; more offer VIRTIO_BLK_F_MQ); repeatable",
-    .props = DEVOPT_TABLE(
-	"--disk", DEVOPT_PATH_ROW("PATH", "path", struct blk_params, path),
-	DEVOPT_FLAG_ROW("ro", struct blk_params, readonly),
-	DEVOPT_FLAG_ROW("direct", struct blk_params, direct),
-	DEVOPT_UINT_ROW("queues", "N", 1, VIRTIO_BLK_MAX_QUEUES, struct blk_params, queues)),
-    .defaults = blk_defaults,
+    .cli =
+	{
+	    .name = "virtio-blk",
+	    .option = "disk",
+	    .help = "virtio-blk on a raw file or block device (io_uring); ro: read-only, direct: "
+		    "O_DIRECT, queues: request queues (1-" OPTIONS_STR(
+			VIRTIO_BLK_MAX_QUEUES) ", default 1; more offer VIRTIO_BLK_F_MQ); "
+					       "repeatable",
+	    .props = OPT_TABLE(DEVICE_PROP_PATH("path", "PATH", struct blk_params, path),
+			       DEVICE_PROP_FLAG("ro", struct blk_params, readonly),
+			       DEVICE_PROP_FLAG("direct", struct blk_params, direct),
+			       DEVICE_PROP_UINT("queues", "N", 1, VIRTIO_BLK_MAX_QUEUES, 1,
+						struct blk_params, queues)),
+	},
     .create = blk_create,
     .destroy = blk_destroy,
     .queue_groups = blk_queue_groups,

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 
 enum console_where { CONSOLE_SERIAL, CONSOLE_VIRTIO };
+static const char *const console_where_names[] = {
+    [CONSOLE_SERIAL] = "serial", [CONSOLE_VIRTIO] = "virtio"};
 
 struct console_params {
-	unsigned where; /* enum console_where: the choice's index */
+	enum console_where where;
 };
 DEVICE_PARAMS_FIT(struct console_params);
 
@@ -77,15 +79,18 @@ static void console_print_stats(const struct vm_device *d, FILE *out)
 }
 
 const struct device_kind device_kind_virtio_console = {
-    .name = "virtio-console",
-    .option = "console",
-    .help = "where stdin/stdout go: ttyS0 (default) or a virtio-console (hvc0; the default "
-	    "command line then says console=hvc0)",
-    .single = true,
-    .guest_console = "hvc0",
-    .props = DEVOPT_TABLE(
-	"--console", DEVOPT_CHOICE_ROW("where", "serial|virtio", struct console_params, where)),
-    .check = console_check,
+    .cli =
+	{
+	    .name = "virtio-console",
+	    .option = "console",
+	    .help = "where stdin/stdout go: ttyS0 (default) or a virtio-console (hvc0; the "
+		    "default command line then says console=hvc0)",
+	    .single = true,
+	    .guest_console = "hvc0",
+	    .props = OPT_TABLE(
+		DEVICE_PROP_CHOICE("where", console_where_names, struct console_params, where)),
+	    .check = console_check,
+	},
     .create = console_create,
     .destroy = console_destroy,
     .print_stats = console_print_stats,

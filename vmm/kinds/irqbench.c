@@ -31,11 +31,6 @@ struct irqbench_instance {
 	FILE *samples;		  /* made once the machine is built, written at the end */
 };
 
-static void irqbench_defaults(void *params)
-{
-	((struct irqbench_params *)params)->vectors = 4;
-}
-
 static void irqbench_destroy(void *state)
 {
 	struct irqbench_instance *b = state;
@@ -124,17 +119,18 @@ static void irqbench_print_stats(const struct vm_device *d, FILE *out)
 }
 
 const struct device_kind device_kind_irqbench = {
-    .name = "irqbench",
-
-    .help = "the interrupt-latency bench device (scripts/vmm-bench): raises MSI-X vector "
-	    "or INTx from the I/O thread when armed, times it to the guest's port-write ACK; "
-	    "samples in ns to FILE at exit",
-    .props = DEVOPT_TABLE(
-	"--device irqbench",
-	DEVOPT_UINT_ROW("vectors", "N", 1, MSIX_MAX_VECTORS, struct irqbench_params, vectors),
-	DEVOPT_STRING_ROW("samples", "FILE", struct irqbench_params, samples),
-	DEVOPT_SLOT_ROW("slot")),
-    .defaults = irqbench_defaults,
+    .cli =
+	{
+	    .name = "irqbench",
+	    .help = "the interrupt-latency bench device (scripts/vmm-bench): raises MSI-X vector "
+		    "or INTx from the I/O thread when armed, times it to the guest's port-write "
+		    "ACK; samples in ns to FILE at exit",
+	    .props =
+		OPT_TABLE(DEVICE_PROP_UINT("vectors", "N", 1, MSIX_MAX_VECTORS, 4,
+					   struct irqbench_params, vectors),
+			  DEVICE_PROP_STRING("samples", "FILE", struct irqbench_params, samples),
+			  DEVICE_PROP_SLOT("slot")),
+	},
     .create = irqbench_create,
     .destroy = irqbench_destroy,
     .print_stats = irqbench_print_stats,

@@ -24,11 +24,6 @@ struct net_device {
 	struct virtio_net net;
 };
 
-static void net_defaults(void *params)
-{
-	((struct net_params *)params)->queues = 1;
-}
-
 static unsigned net_queue_groups(const struct device_spec *spec)
 {
 	return ((const struct net_params *)spec->params)->queues;
@@ -105,16 +100,18 @@ static void net_print_stats(const struct vm_device *d, FILE *out)
 }
 
 const struct device_kind device_kind_virtio_net = {
-    .name = "virtio-net",
-    .option = "net",
-    .help = "virtio-net on a tap device (created if missing); queues: queue pairs (1-8, "
-	    "default 1; more offer VIRTIO_NET_F_MQ with a control queue and open the tap "
-	    "multi_queue)",
-    .props = DEVOPT_TABLE(
-	"--net", DEVOPT_KEYWORD_ROW("tap", "NAME", struct net_params, tap_name),
-	DEVOPT_MAC_ROW("mac", struct net_params, mac, has_mac),
-	DEVOPT_UINT_ROW("queues", "N", 1, VIRTIO_NET_MAX_PAIRS, struct net_params, queues)),
-    .defaults = net_defaults,
+    .cli =
+	{
+	    .name = "virtio-net",
+	    .option = "net",
+	    .help = "virtio-net on a tap device (created if missing); queues: queue pairs (1-8, "
+		    "default 1; more offer VIRTIO_NET_F_MQ with a control queue and open the tap "
+		    "multi_queue)",
+	    .props = OPT_TABLE(DEVICE_PROP_KEYWORD("tap", "NAME", struct net_params, tap_name),
+			       DEVICE_PROP_MAC("mac", struct net_params, mac, has_mac),
+			       DEVICE_PROP_UINT("queues", "N", 1, VIRTIO_NET_MAX_PAIRS, 1,
+						struct net_params, queues)),
+	},
     .create = net_create,
     .destroy = net_destroy,
     .queue_groups = net_queue_groups,

@@ -8,52 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kinds, in --help order; each is defined in its own vmm/device_*.c. */
+/* The kinds, in --help order; each is defined in its own file, vmm/kinds/KIND.c. */
 extern const struct device_kind device_kind_virtio_blk, device_kind_virtio_net,
     device_kind_virtio_rng, device_kind_virtio_console, device_kind_testdev, device_kind_irqbench;
 
-const struct device_kind *const device_kinds[] = {
-    &device_kind_virtio_blk,	 /* --disk */
-    &device_kind_virtio_net,	 /* --net */
-    &device_kind_virtio_rng,	 /* --rng */
-    &device_kind_virtio_console, /* --console virtio */
-    &device_kind_testdev,	 /* --device testdev */
-    &device_kind_irqbench,	 /* --device irqbench */
+const struct device_cli *const device_kinds[] = {
+    &device_kind_virtio_blk.cli,     /* --disk */
+    &device_kind_virtio_net.cli,     /* --net */
+    &device_kind_virtio_rng.cli,     /* --rng */
+    &device_kind_virtio_console.cli, /* --console virtio */
+    &device_kind_testdev.cli,	     /* --device testdev */
+    &device_kind_irqbench.cli,	     /* --device irqbench */
     NULL,
 };
-
-const struct device_kind *device_kind_for_device_option(const char *name)
-{
-	for (const struct device_kind *const *k = device_kinds; *k; k++)
-		if (!(*k)->option && !strcmp((*k)->name, name))
-			return *k;
-	return NULL;
-}
-
-const char *device_kind_syntax(const struct device_kind *k, char *buf, size_t len)
-{
-	char props[160];
-	devopt_syntax(&k->props, props, sizeof(props));
-	if (k->option) {
-		if (!k->props.n)
-			return NULL;
-		snprintf(buf, len, "%s", props);
-	} else {
-		snprintf(buf, len, "%s%s", k->name, props);
-	}
-	return buf;
-}
-
-int device_kind_parse(const struct device_kind *k, struct device_spec *spec, char *arg,
-		      struct err *e)
-{
-	memset(spec->params, 0, sizeof(spec->params));
-	if (k->defaults)
-		k->defaults(spec->params);
-	if (devopt_parse(&k->props, spec, spec->params, arg, e))
-		return -1;
-	return k->check ? k->check(spec, e) : 0;
-}
 
 static int slot_for(const struct pci_bus *pci, const struct device_spec *d, unsigned i,
 		    uint8_t *next, struct err *e)
@@ -77,10 +44,10 @@ static void device_name(const struct machine_devices *md, const struct device_ki
 	unsigned index = 0;
 	for (unsigned i = 0; i < md->n; i++)
 		index += md->devices[i].kind == kind;
-	if (kind->single)
-		snprintf(out, len, "%s", kind->name);
+	if (kind->cli.single)
+		snprintf(out, len, "%s", kind->cli.name);
 	else
-		snprintf(out, len, "%s%u", kind->name, index);
+		snprintf(out, len, "%s%u", kind->cli.name, index);
 }
 
 int devices_create(struct machine_devices *md, const struct device_host *h,
@@ -93,10 +60,10 @@ int devices_create(struct machine_devices *md, const struct device_host *h,
 		int slot = slot_for(h->pci, spec, i, &next_slot, e);
 		if (slot < 0)
 			return -1;
-		d->kind = spec->kind;
+		d->kind = device_kind_of(spec->kind);
 		d->slot = (uint8_t)slot;
-		device_name(md, spec->kind, d->name, sizeof(d->name));
-		d->state = spec->kind->create(h, spec, d->name, d->slot, e);
+		device_name(md, d->kind, d->name, sizeof(d->name));
+		d->state = d->kind->create(h, spec, d->name, d->slot, e);
 		if (!d->state)
 			return -1;
 		md->n++;

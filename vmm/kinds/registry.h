@@ -1,8 +1,9 @@
 /*
  * The device registry: one entry per PCI device kind, holding everything
- * the machine needs to know of it: its command-line option and help, how
- * to parse the option's value, create the device into the machine,
- * destroy it and print its --stats. Adding a kind is one entry in the
+ * the machine needs to know of it: its command-line option, help and
+ * property rows (struct device_cli, which the options layer parses from),
+ * how to create the device into the machine, destroy it and print its
+ * --stats. Adding a kind is one entry in the
  * table (vmm/kinds/registry.c) and the kind's own functions; options,
  * --help, creation, teardown and --stats follow from it (as kvmtool's
  * device options or Firecracker's device manager).
@@ -10,10 +11,10 @@
 #ifndef VMM_DEVICE_REGISTRY_H
 #define VMM_DEVICE_REGISTRY_H
 
-#include "vmm/options/option_table.h"
 #include "vmm/options/options.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,25 +32,9 @@ struct vm_device {
 };
 
 struct device_kind {
-	const char *name; /* "virtio-blk"; instances are name0, name1, ... */
-	/* Its own option ("disk" for --disk), or NULL: `--device name[,...]`. */
-	const char *option;
-	const char *help;
-	/* One instance at most, named without an index; a later option
-	 * replaces an earlier one. */
-	bool single;
-	/* The guest's name for its console when this device is there ("hvc0"):
-	 * the default command line says console=it, and stdin goes to it. */
-	const char *guest_console;
-	/* Its properties: the one parser (vmm/options/option_table.h) fills
-	 * spec->params from them and writes --help's syntax and the errors.
-	 * No rows: the option takes no value. */
-	struct devopt_table props;
-	/* Sets spec->params' defaults before parsing; may be NULL. */
-	void (*defaults)(void *params);
-	/* After parsing: 0, 1 when the value asks for no device after all
-	 * (--console serial), or -1 with an error. May be NULL. */
-	int (*check)(const struct device_spec *spec, struct err *e);
+	/* First: what the command line knows of it (name, option, help,
+	 * property rows, check; vmm/options/options.h). */
+	struct device_cli cli;
 	/* Builds the device into the machine at PCI slot `slot` and returns its
 	 * state; NULL with an error, having undone what it did. */
 	void *(*create)(const struct device_host *h, const struct device_spec *spec,
@@ -74,17 +59,15 @@ struct device_kind {
 	_Static_assert(sizeof(type) <= DEVICE_PARAMS_MAX && _Alignof(type) <= 8,                   \
 		       #type " does not fit in struct device_spec's params")
 
-/* Every kind, in --help order; NULL-terminated. */
-extern const struct device_kind *const device_kinds[];
-/* The --device kind called `name`, or NULL. */
-const struct device_kind *device_kind_for_device_option(const char *name);
-/* The value's syntax for --help ("PATH[,ro]"; for --device kinds the whole
- * "name[,...]"), or NULL when the option takes no value. */
-const char *device_kind_syntax(const struct device_kind *k, char *buf, size_t len);
-/* Parses the option's value into spec: 0, 1 (no device after all), or -1
- * with an error. arg may be NULL (a flag, or --device name alone). */
-int device_kind_parse(const struct device_kind *k, struct device_spec *spec, char *arg,
-		      struct err *e);
+/* Every kind as the command line knows it, in --help order;
+ * NULL-terminated: options_parse's and options_print_help's list. */
+extern const struct device_cli *const device_kinds[];
+
+/* The kind a spec's device_cli is the start of. */
+static inline const struct device_kind *device_kind_of(const struct device_cli *cli)
+{
+	return (const struct device_kind *)((const char *)cli - offsetof(struct device_kind, cli));
+}
 
 /* The machine's PCI devices, in command-line order. */
 struct machine_devices {

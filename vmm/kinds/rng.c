@@ -51,9 +51,7 @@ static void rng_print_stats(const struct vm_device *d, FILE *out)
 }
 
 const struct device_kind device_kind_virtio_rng = {
-    .name = "virtio-rng",
-    .option = "rng",
-    .help = "virtio-rng, fed from getrandom()",
+    .cli = {.name = "virtio-rng", .option = "rng", .help = "virtio-rng, fed from getrandom()"},
     .create = rng_create,
     .destroy = rng_destroy,
     .print_stats = rng_print_stats,

@@ -18,11 +18,6 @@ struct testdev_params {
 };
 DEVICE_PARAMS_FIT(struct testdev_params);
 
-static void testdev_defaults(void *params)
-{
-	((struct testdev_params *)params)->vectors = 8;
-}
-
 static void testdev_destroy(void *state)
 {
 	pci_testdev_destroy(state);
@@ -57,16 +52,15 @@ static void testdev_print_stats(const struct vm_device *d, FILE *out)
 }
 
 const struct device_kind device_kind_testdev = {
-    .name = "testdev",
-
-    .help = "a PCI test device with MSI-X (N vectors, 1-" OPTIONS_STR(
-	MSIX_MAX_VECTORS) ", default 8) and INTx; "
-			  "repeatable; slots from 1 up",
-    .props = DEVOPT_TABLE(
-	"--device testdev",
-	DEVOPT_UINT_ROW("vectors", "N", 1, MSIX_MAX_VECTORS, struct testdev_params, vectors),
-	DEVOPT_SLOT_ROW("slot")),
-    .defaults = testdev_defaults,
+    .cli =
+	{
+	    .name = "testdev",
+	    .help = "a PCI test device with MSI-X (N vectors, 1-" OPTIONS_STR(
+		MSIX_MAX_VECTORS) ", default 8) and INTx; repeatable; slots from 1 up",
+	    .props = OPT_TABLE(DEVICE_PROP_UINT("vectors", "N", 1, MSIX_MAX_VECTORS, 8,
+						struct testdev_params, vectors),
+			       DEVICE_PROP_SLOT("slot")),
+	},
     .create = testdev_create,
     .destroy = testdev_destroy,
     .print_stats = testdev_print_stats,

@@ -5,6 +5,7 @@
 #include "vmm/cpu/vcpu.h"
 #include "vmm/host/emulated_host.h"
 #include "vmm/host/exit_code.h"
+#include "vmm/kinds/registry.h"
 #include "vmm/machine/machine.h"
 #include "vmm/options/options.h"
 
@@ -56,12 +57,12 @@ int main(int argc, char **argv)
 	for (int i = 0; given && i < argc; i++)
 		given[i] = strdup(argv[i]);
 
-	if (options_parse(&opts, argc, argv, &e)) {
+	if (options_parse(&opts, argc, argv, device_kinds, &e)) {
 		fprintf(stderr, "vmm: %s\n", e.msg);
 		return EXIT_USAGE;
 	}
 	if (opts.help) {
-		options_print_help(stdout, "./vmm");
+		options_print_help(stdout, "./vmm", device_kinds);
 		return 0;
 	}
 	if (opts.version) {

@@ -241,7 +241,7 @@ static int vm_load_guest(struct vm *vm, struct err *e)
 	    .initrd_len = initrd_len,
 	    .cmdline = cmdline,
 	    .guest_decompress = o->guest_decompress,
-	    .entry = (enum boot_entry)o->boot_entry,
+	    .entry = o->boot_entry,
 	    .rsdp = o->acpi ? LAYOUT_ACPI : 0, /* the tables follow, once the PCI bus is built */
 	};
 	if (boot_load(&vm->mem, &bc, &vm->boot, e)) {
@@ -333,7 +333,7 @@ static int vm_setup_io_threads(struct vm *vm, struct err *e)
 		n = (unsigned)o->io_threads;
 	} else {
 		for (unsigned i = 0; i < o->ndevices; i++) {
-			const struct device_kind *k = o->devices[i].kind;
+			const struct device_kind *k = device_kind_of(o->devices[i].kind);
 			n += k->queue_groups && k->queue_groups(&o->devices[i]) > 1;
 		}
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -342,7 +342,7 @@ static int vm_setup_io_threads(struct vm *vm, struct err *e)
 		if (n > VMM_MAX_IO_THREADS)
 			n = VMM_MAX_IO_THREADS;
 	}
-	struct io_thread_env env = {&vm->log, o->seccomp_off ? NULL : &vm->seccomp, vm->ctl};
+	struct io_thread_env env = {&vm->log, o->seccomp ? &vm->seccomp : NULL, vm->ctl};
 	for (unsigned i = 0; i < n; i++) {
 		vm->nio_threads++; /* a half-made one is destroyed too */
 		if (io_thread_init(&vm->io_threads[i], &env, i + 1, e))
@@ -455,12 +455,10 @@ static int vm_setup_kvm(struct vm *vm, const struct machine_backend *backend, st
 {
 	const struct vm_options *o = vm->opts;
 	vm->nvcpus = o->cpus;
-	/* KVM_IRQ_LINE unless asked: see DESIGN.md, "INTx through KVM_IRQ_LINE". */
 	struct irq_router_config irq = {
 	    .log = &vm->log,
-	    .msi_mode = (enum irq_msi_delivery)o->msi_delivery,
-	    .intx_mode =
-		o->intx_delivery >= 0 ? (enum irq_intx_delivery)o->intx_delivery : IRQ_INTX_LINE,
+	    .msi_mode = o->msi_delivery,
+	    .intx_mode = o->intx_delivery,
 	};
 	if (backend) {
 		vm->no_kvm = true;
@@ -548,7 +546,7 @@ static int vm_build(struct vm *vm, const struct vm_options *o, uint64_t start_ns
 		return -1;
 	/* The filters are compiled before the vCPUs exist (the vCPU threads
 	 * apply theirs from the first instruction they run). */
-	if (!o->seccomp_off && !vm->no_kvm && vmm_seccomp_prepare(&vm->seccomp, e))
+	if (o->seccomp && !vm->no_kvm && vmm_seccomp_prepare(&vm->seccomp, e))
 		return -1;
 	vm->vcpu_env = (struct vcpu_env){
 	    .kvm = &vm->kvm,
@@ -556,7 +554,7 @@ static int vm_build(struct vm *vm, const struct vm_options *o, uint64_t start_ns
 	    .pio = &vm->pio,
 	    .mmio = &vm->mmio,
 	    .log = &vm->log,
-	    .seccomp = o->seccomp_off ? NULL : &vm->seccomp,
+	    .seccomp = o->seccomp ? &vm->seccomp : NULL,
 	    .nvcpus = vm->nvcpus,
 	    .kvm_pv = o->kvm_pv,
 	    .kvm_pv_mask = o->kvm_pv_mask,
@@ -683,7 +681,7 @@ int machine_run(struct vm *vm, struct err *e)
 		}
 	/* The main thread is the I/O thread from here on: under its filter
 	 * (the vCPU threads put themselves under theirs). */
-	if (!vm->opts->seccomp_off) {
+	if (vm->opts->seccomp) {
 		int ret = vmm_seccomp_apply(&vm->seccomp, VMM_THREAD_IO);
 		if (ret) {
 			log_error(&vm->log,

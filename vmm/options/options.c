@@ -1,389 +1,205 @@
 #include "vmm/options/options.h"
 
 #include "vmm/base/err.h"
-#include "vmm/cpu/cpu_model.h"
-#include "vmm/kinds/registry.h"
 
-#include "irq/irq.h"
-
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One option: name, argument (NULL: a flag), help, and what it does. */
-struct option_def {
-	const char *name;
-	char short_name; /* 0: none */
-	const char *arg;
-	const char *help;
-	int (*apply)(struct vm_options *o, char *arg, struct err *e);
+/* The enums' names, tied to their values. */
+static const char *const irq_mode_names[] = {[IRQ_MODE_MSIX] = "msix", [IRQ_MODE_INTX] = "intx"};
+static const char *const msi_names[] = {[IRQ_MSI_IRQFD] = "irqfd", [IRQ_MSI_SIGNAL] = "signal"};
+static const char *const intx_names[] = {
+    [IRQ_INTX_RESAMPLE] = "resample", [IRQ_INTX_LINE] = "line"};
+static const char *const boot_names[] = {
+    [BOOT_ENTRY_AUTO] = "auto", [BOOT_ENTRY_LINUX] = "linux", [BOOT_ENTRY_PVH] = "pvh"};
+static const char *const host_names[] = {
+    [HOST_AUTO] = "auto", [HOST_KVM] = "kvm", [HOST_EMULATED] = "emulated"};
+
+static int parse_kvm_pv(const struct opt_row *r, const char *what, char *value, void *base,
+			const void *ctx, struct err *e)
+{
+	(void)r, (void)what, (void)ctx;
+	struct vm_options *o = base;
+	return cpu_pv_parse(value, &o->kvm_pv, &o->kvm_pv_mask, e);
+}
+
+static int parse_device(const struct opt_row *r, const char *what, char *value, void *base,
+			const void *ctx, struct err *e);
+
+#define VM_FIELD(f) OPT_FIELD(struct vm_options, f)
+
+/* The machine's options, in --help order; --device's row stands for
+ * every device kind's (see options_print_help). */
+static const struct opt_row machine_rows[] = {
+    {.key = "kernel",
+     .type = OPT_PATH,
+     VM_FIELD(kernel),
+     .metavar = "FILE",
+     .help = "bzImage (boot protocol 2.12+, 64-bit) or ELF64 vmlinux"},
+    {.key = "initrd",
+     .type = OPT_PATH,
+     VM_FIELD(initrd),
+     .metavar = "FILE",
+     .help = "initial ramdisk"},
+    {.key = "cmdline",
+     .type = OPT_STRING,
+     VM_FIELD(cmdline_extra),
+     .metavar = "STRING",
+     .help = "appended to the default kernel command line (default: \"" VMM_DEFAULT_CMDLINE "\")"},
+    {.key = "no-default-cmdline",
+     .type = OPT_FLAG,
+     VM_FIELD(no_default_cmdline),
+     .help = "use only --cmdline"},
+    /* 2 MiB: the BIOS area plus a minimal kernel; 1 TiB: sanity. */
+    {.key = "memory",
+     .type = OPT_UINT,
+     VM_FIELD(memory_mib),
+     .min = 2,
+     .max = 1ULL << 20,
+     .dflt = VMM_DEFAULT_MIB,
+     .metavar = "MIB",
+     .help = "guest RAM in MiB (default " OPTIONS_STR(VMM_DEFAULT_MIB) ")"},
+    {.key = "cpus",
+     .type = OPT_UINT,
+     VM_FIELD(cpus),
+     .min = 1,
+     .max = VMM_MAX_VCPUS,
+     .dflt = 1,
+     .metavar = "N",
+     .help = "number of vCPUs (default 1)"},
+    {.key = "kvm-pv",
+     .type = OPT_CUSTOM,
+     .parse = parse_kvm_pv,
+     .metavar = "auto|all|none|LIST",
+     .help = "KVM paravirtual features the guest is offered (CPUID 0x40000001): all KVM offers; "
+	     "none (no kvmclock); a list such as clocksource2,steal-time; auto (default) = all "
+	     "but those that need a hypercall where the host emulates ring 0 (pv-unhalt, "
+	     "pv-send-ipi, pv-sched-yield, hc-map-gpa-range), which never completes there"},
+    {.key = "timeout",
+     .type = OPT_DOUBLE,
+     VM_FIELD(timeout_s),
+     .dmin = 0,
+     .dmax = 1e7,
+     .metavar = "SECONDS",
+     .help = "stop the guest after this long (exit code 6)"},
+    {.key = "console-log",
+     .type = OPT_PATH,
+     VM_FIELD(console_log),
+     .metavar = "FILE",
+     .help = "write the serial console to FILE instead of stdout"},
+    {.key = "guest-decompress",
+     .type = OPT_FLAG,
+     VM_FIELD(guest_decompress),
+     .help = "enter the bzImage at +0x200 so the kernel decompresses itself (default: the VMM "
+	     "decompresses gzip, LZ4, xz and zstd payloads and enters the ELF directly)"},
+    {.key = "boot-timer",
+     .type = OPT_FLAG,
+     VM_FIELD(boot_timer),
+     .help = "print boot markers (MMIO 0xc0000000 byte 123, port 0x80 codes 0x40-0x7f), "
+	     "exec-to-first-KVM_RUN time and VMM RSS"},
+    {.key = "device", .type = OPT_CUSTOM, .parse = parse_device, .metavar = "NAME[,...]"},
+    {.key = "irq-mode",
+     .type = OPT_ENUM,
+     VM_FIELD(irq_mode),
+     OPT_NAMES(irq_mode_names),
+     .dflt = IRQ_MODE_MSIX,
+     .help = "intx: INTx only, no MSI-X capability, BAR or vectors (default msix)"},
+    {.key = "msi-delivery",
+     .type = OPT_ENUM,
+     VM_FIELD(msi_delivery),
+     OPT_NAMES(msi_names),
+     .dflt = IRQ_MSI_IRQFD,
+     .help = "MSI through GSI routes + irqfd (default) or KVM_SIGNAL_MSI"},
+    /* KVM_IRQ_LINE by default: see DESIGN.md, "INTx through KVM_IRQ_LINE". */
+    {.key = "intx-delivery",
+     .type = OPT_ENUM,
+     VM_FIELD(intx_delivery),
+     OPT_NAMES(intx_names),
+     .dflt = IRQ_INTX_LINE,
+     .help = "INTx through KVM_IRQ_LINE (default: as QEMU does for emulated devices; measured "
+	     "faster) or irqfd + resamplefd (needs KVM_CAP_IRQFD_RESAMPLE)"},
+    {.key = "io-threads",
+     .type = OPT_UINT,
+     VM_FIELD(io_threads),
+     .min = 0,
+     .max = VMM_MAX_IO_THREADS,
+     .dflt = -1,
+     .metavar = "N",
+     .help = "I/O threads serving the virtio-blk and virtio-net queues (0: the main thread; "
+	     "default: one per device with more than one queue, at most one per host CPU)"},
+    {.key = "stats",
+     .type = OPT_FLAG,
+     VM_FIELD(stats),
+     .help = "print interrupt counts per line, pin and vector, and per-queue counts and "
+	     "vectors, at exit"},
+    {.key = "seccomp",
+     .type = OPT_BOOL,
+     VM_FIELD(seccomp),
+     .dflt = true,
+     .help = "after set-up each thread runs under its own system-call allow-list (default on; "
+	     "a call outside it stops the VMM, exit code 12); off for strace or gdb"},
+    {.key = "boot",
+     .type = OPT_ENUM,
+     VM_FIELD(boot_entry),
+     OPT_NAMES(boot_names),
+     .dflt = BOOT_ENTRY_AUTO,
+     .help = "the kernel's entry: linux = the 64-bit boot protocol; pvh = the PVH entry of an "
+	     "ELF vmlinux with the XEN_ELFNOTE_PHYS32_ENTRY note (CONFIG_PVH); auto (default) = "
+	     "pvh for such a vmlinux, linux otherwise (-v says which)"},
+    {.key = "acpi",
+     .type = OPT_BOOL,
+     VM_FIELD(acpi),
+     .dflt = true,
+     .help = "ACPI tables (RSDP, XSDT, FADT, MADT, DSDT with the PCI _PRT) besides the MP table "
+	     "(default on; off: the MP table only, for kernels that should not see ACPI)"},
+    {.key = "dump-acpi",
+     .type = OPT_PATH,
+     VM_FIELD(dump_acpi),
+     .metavar = "DIR",
+     .help = "write each ACPI table to DIR/NAME.dat (rsdp, xsdt, facp, apic, dsdt), for iasl -d"},
+    {.key = "dump-dtb",
+     .type = OPT_PATH,
+     VM_FIELD(dump_dtb),
+     .metavar = "FILE",
+     .help = "write the machine's flattened device tree to FILE"},
+    {.key = "dtb",
+     .type = OPT_FLAG,
+     VM_FIELD(dtb),
+     .help = "also give it to the guest (boot_params setup_data, SETUP_DTB); a kernel with "
+	     "CONFIG_OF acts on it"},
+    {.key = "host",
+     .type = OPT_ENUM,
+     VM_FIELD(host),
+     OPT_NAMES(host_names),
+     .dflt = HOST_AUTO,
+     .env = "VMM_HOST",
+     .help = "where KVM comes from: auto (default, or $VMM_HOST) = this box's /dev/kvm when it "
+	     "is usable, else the same command on the emulated KVM host (QEMU TCG with nested "
+	     "SVM, scripts/vmm-host; one line on stderr says so; exit code 14 when that host "
+	     "fails); kvm = this box's only (exit code 8 without it); emulated = the emulated "
+	     "host always"},
+    {.key = "verbose",
+     .short_name = 'v',
+     .type = OPT_COUNT,
+     VM_FIELD(verbosity),
+     .help = "more diagnostics (twice for debug)"},
+    {.key = "help", .short_name = 'h', .type = OPT_FLAG, VM_FIELD(help), .help = "this text"},
+    {.key = "version", .type = OPT_FLAG, VM_FIELD(version), .help = "print the version"},
 };
+#define NMACHINE (sizeof(machine_rows) / sizeof(machine_rows[0]))
+#define NOPTIONS (NMACHINE + 32) /* a bound on the device kinds too */
 
-int options_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out,
-		      struct err *e)
+const struct opt_table *options_machine_rows(void)
 {
-	char *end;
-	errno = 0;
-	if (!*s || *s == '-')
-		goto bad;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		goto bad;
-	if (v < min || v > max)
-		return err_set(e, ERR_INPUT, "%s %s: must be between %llu and %llu", what, s,
-			       (unsigned long long)min, (unsigned long long)max);
-	*out = v;
-	return 0;
-bad:
-	return err_set(e, ERR_INPUT, "%s: '%s' is not a whole number", what, s);
+	static const struct opt_table t = {machine_rows, NMACHINE};
+	return &t;
 }
 
-/* Picks `arg` from a list of words; the index, or -1 with an error. */
-static int pick(const char *opt, const char *arg, const char *const *words, struct err *e)
-{
-	char list[160] = "";
-	size_t len = 0;
-	int n = 0;
-	for (n = 0; words[n]; n++)
-		if (!strcmp(arg, words[n]))
-			return n;
-	for (int i = 0; i < n && len < sizeof(list); i++)
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
-					i == 0	     ? ""
-					: i == n - 1 ? " or "
-						     : ", ",
-					words[i]);
-	return err_set(e, ERR_INPUT, "%s %s: use %s", opt, arg, list);
-}
+/* ---- devices ---- */
 
-static int opt_kernel(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)e;
-	o->kernel = arg;
-	return 0;
-}
-
-static int opt_initrd(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)e;
-	o->initrd = arg;
-	return 0;
-}
-
-static int opt_cmdline(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)e;
-	o->cmdline_extra = arg;
-	return 0;
-}
-
-static int opt_no_default_cmdline(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->no_default_cmdline = true;
-	return 0;
-}
-
-static int opt_memory(struct vm_options *o, char *arg, struct err *e)
-{
-	/* 2 MiB: the BIOS area plus a minimal kernel; 1 TiB: sanity. */
-	return options_parse_u64("--memory", arg, 2, 1ULL << 20, &o->memory_mib, e);
-}
-
-static int opt_cpus(struct vm_options *o, char *arg, struct err *e)
-{
-	uint64_t v;
-	if (options_parse_u64("--cpus", arg, 1, VMM_MAX_VCPUS, &v, e))
-		return -1;
-	o->cpus = (unsigned)v;
-	return 0;
-}
-
-static int opt_timeout(struct vm_options *o, char *arg, struct err *e)
-{
-	char *end;
-	errno = 0;
-	o->timeout_s = strtod(arg, &end);
-	if (errno || *end || !*arg || !isfinite(o->timeout_s) || o->timeout_s <= 0 ||
-	    o->timeout_s > 1e7)
-		return err_set(e, ERR_INPUT, "--timeout: '%s' is not a positive number of seconds",
-			       arg);
-	return 0;
-}
-
-static int opt_console_log(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)e;
-	o->console_log = arg;
-	return 0;
-}
-
-static int opt_guest_decompress(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->guest_decompress = true;
-	return 0;
-}
-
-static int opt_boot_timer(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->boot_timer = true;
-	return 0;
-}
-
-static int opt_device(struct vm_options *o, char *arg, struct err *e)
-{
-	char *props = strchr(arg, ',');
-	if (props)
-		*props++ = 0;
-	const struct device_kind *kind = device_kind_for_device_option(arg);
-	if (!kind) {
-		char known[128] = "";
-		for (const struct device_kind *const *k = device_kinds; *k; k++)
-			if (!(*k)->option)
-				snprintf(known + strlen(known), sizeof(known) - strlen(known),
-					 "%s%s", known[0] ? ", " : "", (*k)->name);
-		return err_set(e, ERR_INPUT, "--device: unknown device '%s' (known: %s)", arg,
-			       known);
-	}
-	struct device_spec *spec = options_add_device(o, kind, "--device", e);
-	if (!spec)
-		return -1;
-	int ret = device_kind_parse(kind, spec, props, e);
-	if (ret)
-		o->ndevices--;
-	return ret < 0 ? -1 : 0;
-}
-
-static int opt_irq_mode(struct vm_options *o, char *arg, struct err *e)
-{
-	static const char *const modes[] = {"msix", "intx", NULL}; /* enum irq_mode */
-	int m = pick("--irq-mode", arg, modes, e);
-	if (m < 0)
-		return -1;
-	o->irq_mode = (enum irq_mode)m;
-	return 0;
-}
-
-static int opt_msi_delivery(struct vm_options *o, char *arg, struct err *e)
-{
-	static const char *const modes[] = {"irqfd", "signal", NULL}; /* enum irq_msi_delivery */
-	int m = pick("--msi-delivery", arg, modes, e);
-	if (m < 0)
-		return -1;
-	o->msi_delivery = m;
-	return 0;
-}
-
-static int opt_intx_delivery(struct vm_options *o, char *arg, struct err *e)
-{
-	static const char *const modes[] = {"resample", "line", NULL}; /* irq_intx_delivery */
-	int m = pick("--intx-delivery", arg, modes, e);
-	if (m < 0)
-		return -1;
-	o->intx_delivery = m;
-	return 0;
-}
-
-static int opt_seccomp(struct vm_options *o, char *arg, struct err *e)
-{
-	static const char *const modes[] = {"on", "off", NULL};
-	int m = pick("--seccomp", arg, modes, e);
-	if (m < 0)
-		return -1;
-	o->seccomp_off = m == 1;
-	return 0;
-}
-
-static int opt_io_threads(struct vm_options *o, char *arg, struct err *e)
-{
-	uint64_t v;
-	if (options_parse_u64("--io-threads", arg, 0, VMM_MAX_IO_THREADS, &v, e))
-		return -1;
-	o->io_threads = (int)v;
-	return 0;
-}
-
-static int opt_stats(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->stats = true;
-	return 0;
-}
-
-static int opt_dump_dtb(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)e;
-	o->dump_dtb = arg;
-	return 0;
-}
-
-static int opt_acpi(struct vm_options *o, char *arg, struct err *e)
-{
-	if (!strcmp(arg, "on") || !strcmp(arg, "off")) {
-		o->acpi = !strcmp(arg, "on");
-		return 0;
-	}
-	return err_set(e, ERR_INPUT, "--acpi %s: use on or off", arg);
-}
-
-static int opt_dump_acpi(struct vm_options *o, char *arg, struct err *e)
-{
-	if (!*arg)
-		return err_set(e, ERR_INPUT, "--dump-acpi: empty path");
-	o->dump_acpi = arg;
-	return 0;
-}
-
-static int opt_boot(struct vm_options *o, char *arg, struct err *e)
-{
-	static const char *const names[] = {"auto", "linux", "pvh", NULL};
-	int m = pick("--boot", arg, names, e);
-	if (m < 0)
-		return -1;
-	o->boot_entry = m; /* enum boot_entry's order */
-	return 0;
-}
-
-static const char *const host_names[] = {"auto", "kvm", "emulated", NULL};
-
-static int opt_host(struct vm_options *o, char *arg, struct err *e)
-{
-	int m = pick("--host", arg, host_names, e);
-	if (m < 0)
-		return -1;
-	o->host = (enum kvm_host_choice)m; /* host_names is the enum's order */
-	return 0;
-}
-
-static int opt_dtb(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->dtb = true;
-	return 0;
-}
-
-static int opt_verbose(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->verbosity++;
-	return 0;
-}
-
-static int opt_help(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->help = true;
-	return 0;
-}
-
-static int opt_kvm_pv(struct vm_options *o, char *arg, struct err *e)
-{
-	enum cpu_pv_policy pv;
-	if (cpu_pv_parse(arg, &pv, &o->kvm_pv_mask, e))
-		return -1;
-	o->kvm_pv = pv;
-	return 0;
-}
-
-static int opt_version(struct vm_options *o, char *arg, struct err *e)
-{
-	(void)arg;
-	(void)e;
-	o->version = true;
-	return 0;
-}
-
-/* The machine's options, in --help order. Device options follow from the
- * registry, after "--device" (see options_for_each below). */
-static const struct option_def machine_options[] = {
-    {"kernel", 0, "FILE", "bzImage (boot protocol 2.12+, 64-bit) or ELF64 vmlinux", opt_kernel},
-    {"initrd", 0, "FILE", "initial ramdisk", opt_initrd},
-    {"cmdline", 0, "STRING",
-     "appended to the default kernel command line (default: \"" VMM_DEFAULT_CMDLINE "\")",
-     opt_cmdline},
-    {"no-default-cmdline", 0, NULL, "use only --cmdline", opt_no_default_cmdline},
-    {"memory", 0, "MIB", "guest RAM in MiB (default " OPTIONS_STR(VMM_DEFAULT_MIB) ")", opt_memory},
-    {"cpus", 0, "N", "number of vCPUs (default 1)", opt_cpus},
-    {"kvm-pv", 0, "auto|all|none|LIST",
-     "KVM paravirtual features the guest is offered (CPUID 0x40000001): all KVM offers; "
-     "none (no kvmclock); a list such as clocksource2,steal-time; auto (default) = all but "
-     "those that need a hypercall where the host emulates ring 0 (pv-unhalt, pv-send-ipi, "
-     "pv-sched-yield, hc-map-gpa-range), which never completes there",
-     opt_kvm_pv},
-    {"timeout", 0, "SECONDS", "stop the guest after this long (exit code 6)", opt_timeout},
-    {"console-log", 0, "FILE", "write the serial console to FILE instead of stdout",
-     opt_console_log},
-    {"guest-decompress", 0, NULL,
-     "enter the bzImage at +0x200 so the kernel decompresses itself (default: the VMM "
-     "decompresses gzip, LZ4, xz and zstd payloads and enters the ELF directly)",
-     opt_guest_decompress},
-    {"boot-timer", 0, NULL,
-     "print boot markers (MMIO 0xc0000000 byte 123, port 0x80 codes 0x40-0x7f), "
-     "exec-to-first-KVM_RUN time and VMM RSS",
-     opt_boot_timer},
-    {"device", 0, "NAME[,...]", NULL, opt_device}, /* help: one entry per --device kind */
-    {"irq-mode", 0, "msix|intx", "intx hides every MSI-X capability (default msix)", opt_irq_mode},
-    {"msi-delivery", 0, "irqfd|signal",
-     "MSI through GSI routes + irqfd (default) or KVM_SIGNAL_MSI", opt_msi_delivery},
-    {"intx-delivery", 0, "resample|line",
-     "INTx through KVM_IRQ_LINE (default: as QEMU does for emulated devices; measured "
-     "faster) or irqfd + resamplefd (needs KVM_CAP_IRQFD_RESAMPLE)",
-     opt_intx_delivery},
-    {"io-threads", 0, "N",
-     "I/O threads serving the virtio-blk and virtio-net queues (0: the main thread; default: "
-     "one per device with more than one queue, at most one per host CPU)",
-     opt_io_threads},
-    {"stats", 0, NULL,
-     "print interrupt counts per line, pin and vector, and per-queue counts and vectors, at "
-     "exit",
-     opt_stats},
-    {"seccomp", 0, "on|off",
-     "after set-up each thread runs under its own system-call allow-list (default on; a "
-     "call outside it stops the VMM, exit code 12); off for strace or gdb",
-     opt_seccomp},
-    {"boot", 0, "auto|linux|pvh",
-     "the kernel's entry: linux = the 64-bit boot protocol; pvh = the PVH entry of an ELF "
-     "vmlinux with the XEN_ELFNOTE_PHYS32_ENTRY note (CONFIG_PVH); auto (default) = pvh for "
-     "such a vmlinux, linux otherwise (-v says which)",
-     opt_boot},
-    {"acpi", 0, "on|off",
-     "ACPI tables (RSDP, XSDT, FADT, MADT, DSDT with the PCI _PRT) besides the MP table "
-     "(default on; off: the MP table only, for kernels that should not see ACPI)",
-     opt_acpi},
-    {"dump-acpi", 0, "DIR",
-     "write each ACPI table to DIR/NAME.dat (rsdp, xsdt, facp, apic, dsdt), for iasl -d",
-     opt_dump_acpi},
-    {"dump-dtb", 0, "FILE", "write the machine's flattened device tree to FILE", opt_dump_dtb},
-    {"dtb", 0, NULL,
-     "also give it to the guest (boot_params setup_data, SETUP_DTB); a kernel with CONFIG_OF "
-     "acts on it",
-     opt_dtb},
-    {"host", 0, "auto|kvm|emulated",
-     "where KVM comes from: auto (default, or $VMM_HOST) = this box's /dev/kvm when it is "
-     "usable, else the same command on the emulated KVM host (QEMU TCG with nested SVM, "
-     "scripts/vmm-host; one line on stderr says so; exit code 14 when that host fails); "
-     "kvm = this box's only (exit code 8 without it); emulated = the emulated host always",
-     opt_host},
-    {"verbose", 'v', NULL, "more diagnostics (twice for debug)", opt_verbose},
-    {"help", 'h', NULL, "this text", opt_help},
-    {"version", 0, NULL, "print the version", opt_version},
-};
-#define NMACHINE (sizeof(machine_options) / sizeof(machine_options[0]))
-#define NOPTIONS (NMACHINE + VMM_MAX_DEVICES) /* a bound on the device kinds too */
-
-struct device_spec *options_add_device(struct vm_options *o, const struct device_kind *kind,
-				       const char *opt, struct err *e)
+static struct device_spec *add_device(struct vm_options *o, const struct device_cli *kind,
+				      const char *what, struct err *e)
 {
 	if (kind->single) /* a later one replaces an earlier one */
 		for (unsigned i = 0; i < o->ndevices; i++)
@@ -394,29 +210,55 @@ struct device_spec *options_add_device(struct vm_options *o, const struct device
 				break;
 			}
 	if (o->ndevices == VMM_MAX_DEVICES) {
-		err_set(e, ERR_INPUT, "%s: at most %d devices", opt, VMM_MAX_DEVICES);
+		err_set(e, ERR_INPUT, "%s: at most %d devices", what, VMM_MAX_DEVICES);
 		return NULL;
 	}
 	struct device_spec *spec = &o->devices[o->ndevices++];
 	memset(spec, 0, sizeof(*spec));
 	spec->kind = kind;
 	spec->slot = -1;
+	opt_defaults(kind->props.rows, kind->props.n, spec);
 	return spec;
 }
 
-/* A device kind's own option (--disk, --rng, ...). */
-static int apply_device_option(struct vm_options *o, const struct device_kind *kind, char *arg,
-			       struct err *e)
+/* A device of `kind` from its option's value; `what` names the option
+ * ("--disk", "--device testdev"). */
+static int parse_device_value(struct vm_options *o, const struct device_cli *kind, const char *what,
+			      char *arg, struct err *e)
 {
-	char opt[32];
-	snprintf(opt, sizeof(opt), "--%s", kind->option);
-	struct device_spec *spec = options_add_device(o, kind, opt, e);
+	struct device_spec *spec = add_device(o, kind, what, e);
 	if (!spec)
 		return -1;
-	int ret = device_kind_parse(kind, spec, arg, e);
+	int ret = opt_parse_props(&kind->props, what, arg, spec, e);
+	if (!ret && kind->check)
+		ret = kind->check(spec, e);
 	if (ret)
 		o->ndevices--; /* an error, or the value asked for no device */
 	return ret < 0 ? -1 : 0;
+}
+
+/* --device NAME[,...]: ctx is the kinds' list. */
+static int parse_device(const struct opt_row *r, const char *what, char *value, void *base,
+			const void *ctx, struct err *e)
+{
+	(void)r;
+	const struct device_cli *const *kinds = ctx;
+	const char *names[NOPTIONS];
+	unsigned n = 0;
+	char *props = strchr(value, ',');
+	if (props)
+		*props++ = 0;
+	for (const struct device_cli *const *k = kinds; *k && n < NOPTIONS; k++) {
+		if ((*k)->option)
+			continue;
+		if (!strcmp((*k)->name, value)) {
+			char kind_what[64];
+			snprintf(kind_what, sizeof(kind_what), "%s %s", what, value);
+			return parse_device_value(base, *k, kind_what, props, e);
+		}
+		names[n++] = (*k)->name;
+	}
+	return opt_not_one_of(what, value, names, n, e);
 }
 
 /* Devices that cannot both be: one PCI slot given twice. */
@@ -432,16 +274,25 @@ static int options_check_devices(const struct vm_options *o, struct err *e)
 	return 0;
 }
 
-/* getopt_long's table: the machine's options, then each device kind with an
- * option of its own; `val` is 256 + the index in that order. */
-static unsigned options_getopt_table(struct option *t, const struct device_kind **kinds)
+/* ---- parsing ---- */
+
+/* getopt_long's table: the machine's rows, then each device kind with an
+ * option of its own; `val` is 256 + the index in that order. `shorts`
+ * gets the rows' short names. */
+static unsigned getopt_table(struct option *t, const struct device_cli **kinds,
+			     const struct device_cli *const *all, char *shorts, size_t len)
 {
 	unsigned n = 0;
-	for (unsigned i = 0; i < NMACHINE; i++, n++)
-		t[n] = (struct option){machine_options[i].name,
-				       machine_options[i].arg ? required_argument : no_argument,
-				       NULL, 256 + (int)n};
-	for (const struct device_kind *const *k = device_kinds; *k && n < NOPTIONS; k++) {
+	for (; n < NMACHINE; n++) {
+		const struct opt_row *r = &machine_rows[n];
+		bool arg = opt_takes_value(r);
+		t[n] = (struct option){r->key, arg ? required_argument : no_argument, NULL,
+				       256 + (int)n};
+		if (r->short_name)
+			snprintf(shorts + strlen(shorts), len - strlen(shorts), "%c%s",
+				 r->short_name, arg ? ":" : "");
+	}
+	for (const struct device_cli *const *k = all; *k && n < NOPTIONS; k++) {
 		if (!(*k)->option)
 			continue;
 		kinds[n - NMACHINE] = *k;
@@ -454,35 +305,55 @@ static unsigned options_getopt_table(struct option *t, const struct device_kind 
 	return n;
 }
 
-static void options_defaults(struct vm_options *o)
+/* The rows' defaults, then those taken from the environment ($VMM_HOST). */
+static int options_defaults(struct vm_options *o, struct err *e)
 {
 	memset(o, 0, sizeof(*o));
-	o->memory_mib = VMM_DEFAULT_MIB;
-	o->cpus = 1;
-	o->acpi = true;
-	o->msi_delivery = IRQ_MSI_IRQFD;
-	o->intx_delivery = -1;
-	o->io_threads = -1;
+	opt_defaults(machine_rows, NMACHINE, o);
+	for (unsigned i = 0; i < NMACHINE; i++) {
+		const struct opt_row *r = &machine_rows[i];
+		char *v = r->env ? getenv(r->env) : NULL;
+		if (v && *v && opt_parse(r, r->env, v, o, NULL, e))
+			return -1;
+	}
+	return 0;
 }
 
-int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
+/* Option number i of getopt_table's (256 + i), with its value. */
+static int apply_option(struct vm_options *o, unsigned i, const struct device_cli **kinds,
+			const struct device_cli *const *all, struct err *e)
+{
+	char what[64];
+	if (i >= NMACHINE) {
+		snprintf(what, sizeof(what), "--%s", kinds[i - NMACHINE]->option);
+		return parse_device_value(o, kinds[i - NMACHINE], what, optarg, e);
+	}
+	snprintf(what, sizeof(what), "--%s", machine_rows[i].key);
+	return opt_parse(&machine_rows[i], what, optarg, o, all, e);
+}
+
+/* After the options: what follows from the devices, and what must be. */
+static int options_finish(struct vm_options *o, struct err *e)
+{
+	if (options_check_devices(o, e))
+		return -1;
+	for (unsigned i = 0; i < o->ndevices; i++)
+		if (o->devices[i].kind->guest_console)
+			o->guest_console = o->devices[i].kind->guest_console;
+	if (!o->help && !o->version && !o->kernel)
+		return err_set(e, ERR_INPUT, "no kernel given: use --kernel FILE (see --help)");
+	return 0;
+}
+
+int options_parse(struct vm_options *o, int argc, char **argv, const struct device_cli *const *all,
+		  struct err *e)
 {
 	struct option table[NOPTIONS + 1];
-	const struct device_kind *kinds[NOPTIONS] = {0};
+	const struct device_cli *kinds[NOPTIONS] = {0};
 	char shorts[2 * NMACHINE + 2] = ":";
-	unsigned n = options_getopt_table(table, kinds);
-	for (unsigned i = 0; i < NMACHINE; i++)
-		if (machine_options[i].short_name)
-			snprintf(shorts + strlen(shorts), sizeof(shorts) - strlen(shorts), "%c%s",
-				 machine_options[i].short_name, machine_options[i].arg ? ":" : "");
-	options_defaults(o);
-	const char *host_env = getenv("VMM_HOST"); /* --host's default */
-	if (host_env && *host_env) {
-		int m = pick("VMM_HOST", host_env, host_names, e);
-		if (m < 0)
-			return -1;
-		o->host = (enum kvm_host_choice)m;
-	}
+	unsigned n = getopt_table(table, kinds, all, shorts, sizeof(shorts));
+	if (options_defaults(o, e))
+		return -1;
 	opterr = 0;
 	optind = 1;
 	for (;;) {
@@ -490,86 +361,61 @@ int options_parse(struct vm_options *o, int argc, char **argv, struct err *e)
 		if (c == -1)
 			break;
 		for (unsigned i = 0; i < NMACHINE; i++)
-			if (c == machine_options[i].short_name)
+			if (c == machine_rows[i].short_name)
 				c = 256 + (int)i;
 		if (c == ':')
 			return err_set(e, ERR_INPUT, "option %s needs a value", argv[optind - 1]);
 		if (c < 256 || c >= 256 + (int)n)
 			return err_set(e, ERR_INPUT, "unknown option '%s' (see --help)",
 				       argv[optind - 1]);
-		unsigned i = (unsigned)c - 256;
-		int ret = i < NMACHINE ? machine_options[i].apply(o, optarg, e)
-				       : apply_device_option(o, kinds[i - NMACHINE], optarg, e);
-		if (ret)
+		if (apply_option(o, (unsigned)c - 256, kinds, all, e))
 			return -1;
 	}
 	if (optind < argc)
 		return err_set(e, ERR_INPUT, "unexpected argument '%s' (see --help)", argv[optind]);
-	if (options_check_devices(o, e))
-		return -1;
-	for (unsigned i = 0; i < o->ndevices; i++)
-		if (o->devices[i].kind->guest_console)
-			o->guest_console = o->devices[i].kind->guest_console;
-	if (o->help || o->version)
-		return 0;
-	if (!o->kernel)
-		return err_set(e, ERR_INPUT, "no kernel given: use --kernel FILE (see --help)");
-	return 0;
+	return options_finish(o, e);
 }
 
-/* "  --name ARG" then the help text from column 24, wrapped at 80. */
-static void print_option(FILE *out, char short_name, const char *name, const char *arg,
-			 const char *help)
+/* ---- --help ---- */
+
+/* A device kind's line: "--disk PATH[,ro]", "--device testdev[,...]". */
+static void print_device_help(FILE *out, const struct device_cli *k)
 {
-	enum { COL = 24, WIDTH = 80 };
-	int used =
-	    short_name
-		? fprintf(out, "  -%c, --%s%s%s", short_name, name, arg ? " " : "", arg ? arg : "")
-		: fprintf(out, "  %s--%s%s%s", "    ", name, arg ? " " : "", arg ? arg : "");
-	const char *p = help;
-	if (used > COL - 2) {
-		fputc('\n', out);
-		used = 0;
-	}
-	while (*p) {
-		fprintf(out, "%*s", COL - used, "");
-		int room = WIDTH - COL, len = (int)strlen(p);
-		if (len > room) {
-			len = room;
-			while (len > 0 && p[len] != ' ')
-				len--;
-		}
-		fprintf(out, "%.*s\n", len, p);
-		p += len;
-		while (*p == ' ')
-			p++;
-		used = 0;
+	char props[192], syntax[224];
+	opt_props_syntax(&k->props, props, sizeof(props));
+	if (k->option)
+		opt_print_help_line(out, 0, k->option, k->props.n ? props : NULL, k->help);
+	else {
+		snprintf(syntax, sizeof(syntax), "%s%s", k->name, props);
+		opt_print_help_line(out, 0, "device", syntax, k->help);
 	}
 }
 
-void options_print_help(FILE *out, const char *argv0)
+/* --device's row: the --device kinds, then those with options of their own. */
+static void print_devices_help(FILE *out, const struct device_cli *const *kinds)
+{
+	for (const struct device_cli *const *k = kinds; *k; k++)
+		if (!(*k)->option)
+			print_device_help(out, *k);
+	for (const struct device_cli *const *k = kinds; *k; k++)
+		if ((*k)->option)
+			print_device_help(out, *k);
+}
+
+void options_print_help(FILE *out, const char *argv0, const struct device_cli *const *kinds)
 {
 	fprintf(out,
 		"usage: %s --kernel FILE [options]\n"
 		"Boots a Linux kernel (bzImage or ELF vmlinux) in a KVM virtual machine.\n\n",
 		argv0);
 	for (unsigned i = 0; i < NMACHINE; i++) {
-		const struct option_def *d = &machine_options[i];
-		if (d->apply != opt_device) {
-			print_option(out, d->short_name, d->name, d->arg, d->help);
-			continue;
-		}
-		char syntax[160];
-		for (const struct device_kind *const *k = device_kinds; *k; k++)
-			if (!(*k)->option)
-				print_option(out, 0, "device",
-					     device_kind_syntax(*k, syntax, sizeof(syntax)),
-					     (*k)->help);
-		for (const struct device_kind *const *k = device_kinds; *k; k++)
-			if ((*k)->option)
-				print_option(out, 0, (*k)->option,
-					     device_kind_syntax(*k, syntax, sizeof(syntax)),
-					     (*k)->help);
+		const struct opt_row *r = &machine_rows[i];
+		char meta[96];
+		if (r->parse == parse_device)
+			print_devices_help(out, kinds);
+		else
+			opt_print_help_line(out, r->short_name, r->key,
+					    opt_metavar(r, meta, sizeof(meta)), r->help);
 	}
 	fprintf(out, "\n"
 		     "Console: stdin goes to the guest's ttyS0; on a terminal, Ctrl-A x quits and\n"
