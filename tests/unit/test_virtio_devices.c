@@ -7,6 +7,7 @@
  */
 #include "virtio_helpers.h"
 
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio_blk.h"
 #include "devices/virtio/virtio_console.h"
 #include "devices/virtio/virtio_rng.h"
@@ -160,7 +161,7 @@ static uint8_t *disk;	 /* what the file holds */
 static void blk_open(bool ro)
 {
 	struct err e = {0};
-	int ret = virtio_blk_init(&blk, path, ro, false, 1, &e);
+	int ret = virtio_blk_init(&blk, disk_uring_open(path, ro, false, &e), 1, &e);
 	unlink(path); /* nothing left behind, even when a case fails */
 	ck_assert_msg(ret == 0, "virtio_blk_init: %s", e.msg);
 	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
@@ -482,7 +483,7 @@ START_TEST(test_blk_direct_bounce_memory_is_bounded)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
 	virtio_blk_destroy(&blk);
-	ck_assert_int_eq(virtio_blk_init(&blk, big, false, true, 1, &e), 0);
+	ck_assert_int_eq(virtio_blk_init(&blk, disk_uring_open(big, false, true, &e), 1, &e), 0);
 	unlink(big);
 	close(fd);
 	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
