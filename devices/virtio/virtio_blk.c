@@ -3,15 +3,10 @@
 #include "vmm/base/err.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/fs.h>
 #include <linux/virtio_blk.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define SECTOR	    512u
@@ -37,6 +32,10 @@ static void blk_config_read(struct virtio_dev *d, unsigned off, void *data, unsi
 }
 
 #define DIRECT_ALIGN 4096u /* safe for any logical block size up to 4 KiB */
+
+/* STARTED (in flight or already completed); FAILED: completes with IOERR;
+ * MALFORMED: the ring is broken (NEEDS_RESET); WAIT: for bounce memory. */
+enum blk_start_result { BLK_STARTED, BLK_FAILED, BLK_MALFORMED, BLK_WAIT };
 
 static void blk_bounce_free(struct virtio_blk_queue *bq, struct virtio_blk_req *r)
 {
@@ -88,87 +87,77 @@ static bool blk_parse(struct virtio_blk_queue *bq, const struct virtq_elem *e, s
 	return true;
 }
 
-/* A read or a write as an SQE (through a bounce buffer when O_DIRECT meets
- * an unaligned guest buffer); NULL: the request fails with IOERR, or, with
- * *wait set, it must wait for bounce memory. */
-static struct io_uring_sqe *blk_prep_rw(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
-					const struct virtq_elem *e, const struct blk_outhdr *h,
-					bool *wait)
+/* Whole sectors, inside the disk (no wrap in sector + count); writes only
+ * to a writable disk. */
+static bool blk_rw_allowed(const struct virtio_blk *b, bool in, uint64_t sector, uint64_t len)
+{
+	if (!in && b->disk->readonly)
+		return false;
+	return len % SECTOR == 0 && sector <= b->capacity && len / SECTOR <= b->capacity - sector &&
+	       len <= UINT32_MAX;
+}
+
+/* O_DIRECT meets an unaligned guest buffer: the request goes through an
+ * aligned copy. STARTED (r->bounce_iov set), FAILED, or WAIT for bounce
+ * memory. */
+static enum blk_start_result blk_bounce(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
+					bool in, uint64_t len)
+{
+	if (len > BLK_BOUNCE_REQUEST_MAX)
+		return BLK_FAILED;
+	if (bq->bounce_bytes + len > BLK_BOUNCE_QUEUE_MAX)
+		return BLK_WAIT;
+	if (posix_memalign(&r->bounce, DIRECT_ALIGN, len))
+		return BLK_FAILED;
+	bq->bounce_bytes += len;
+	if (!in)
+		iov_to_buf(r->iov, r->niov, 0, r->bounce, len);
+	r->bounce_iov = (struct iovec){r->bounce, len};
+	atomic_fetch_add(&bq->blk->stats.bounced, 1);
+	return BLK_STARTED;
+}
+
+/* A read or a write handed to the backend (through a bounce buffer when
+ * O_DIRECT meets an unaligned guest buffer): STARTED, FAILED or WAIT. */
+static enum blk_start_result blk_prep_rw(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
+					 const struct virtq_elem *e, const struct blk_outhdr *h)
 {
 	struct virtio_blk *b = bq->blk;
 	bool in = h->type == VIRTIO_BLK_T_IN;
 	uint64_t len = in ? e->in_len - 1 : e->out_len - sizeof(*h);
-	if (!in && b->readonly)
-		return NULL;
-	/* Whole sectors, inside the disk (no wrap in sector + count). */
-	if (len % SECTOR || h->sector > b->capacity || len / SECTOR > b->capacity - h->sector ||
-	    len > UINT32_MAX)
-		return NULL;
+	if (!blk_rw_allowed(b, in, h->sector, len))
+		return BLK_FAILED;
 	r->niov = in ? iov_slice(e->in, e->nin, 0, len, r->iov, VIRTQ_MAX_IOV)
 		     : iov_slice(e->out, e->nout, sizeof(*h), len, r->iov, VIRTQ_MAX_IOV);
 	r->expect = (uint32_t)len;
 	if (in)
 		r->used_len = (uint32_t)len + 1;
 	const struct iovec *iov = r->iov;
-	unsigned niov = r->niov;
-	if (b->direct && len && !iov_aligned(r->iov, r->niov, SECTOR)) {
-		if (len > BLK_BOUNCE_REQUEST_MAX)
-			return NULL;
-		if (bq->bounce_bytes + len > BLK_BOUNCE_QUEUE_MAX) {
-			*wait = true;
-			return NULL;
-		}
-		if (posix_memalign(&r->bounce, DIRECT_ALIGN, len))
-			return NULL;
-		bq->bounce_bytes += len;
-		if (!in)
-			iov_to_buf(r->iov, r->niov, 0, r->bounce, len);
-		r->bounce_iov = (struct iovec){r->bounce, len};
+	unsigned niov = len ? r->niov : 0;
+	if (b->disk->direct && len && !iov_aligned(r->iov, r->niov, SECTOR)) {
+		enum blk_start_result st = blk_bounce(bq, r, in, len);
+		if (st != BLK_STARTED)
+			return st;
 		iov = &r->bounce_iov;
 		niov = 1;
-		atomic_fetch_add(&b->stats.bounced, 1);
 	}
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&bq->ring);
-	if (!sqe)
-		return NULL;
-	/* A single buffer goes as READ/WRITE, without an iovec to import. (The
-	 * file is not registered with the ring: the kernel drops a registered
-	 * file only when it tears the ring down, asynchronously, after the VMM
-	 * exited, and a file system unmounted right then would still be
-	 * busy.) */
-	if (len == 0) {
-		io_uring_prep_nop(sqe);
-	} else if (in) {
-		if (niov == 1)
-			io_uring_prep_read(sqe, b->fd, iov[0].iov_base, (unsigned)iov[0].iov_len,
-					   h->sector * SECTOR);
-		else
-			io_uring_prep_readv(sqe, b->fd, iov, niov, h->sector * SECTOR);
-		atomic_fetch_add(&b->stats.reads, 1);
-	} else {
-		if (niov == 1)
-			io_uring_prep_write(sqe, b->fd, iov[0].iov_base, (unsigned)iov[0].iov_len,
-					    h->sector * SECTOR);
-		else
-			io_uring_prep_writev(sqe, b->fd, iov, niov, h->sector * SECTOR);
-		/* 5.2.6.2: without FLUSH negotiated, a completed write must
-		 * already be durable. */
-		if (!virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH))
-			sqe->rw_flags = RWF_DSYNC;
-		atomic_fetch_add(&b->stats.writes, 1);
-	}
-	return sqe;
+	/* 5.2.6.2: without FLUSH negotiated, a completed write must already be
+	 * durable. */
+	bool dsync = !virtio_has_feature(&b->vdev, VIRTIO_BLK_F_FLUSH);
+	if (!b->disk->ops->rw(bq->dq, !in, iov, niov, h->sector * SECTOR, dsync, e->head))
+		return BLK_FAILED;
+	if (len)
+		atomic_fetch_add(in ? &b->stats.reads : &b->stats.writes, 1);
+	return BLK_STARTED;
 }
 
-static struct io_uring_sqe *blk_prep_flush(struct virtio_blk_queue *bq, struct virtio_blk_req *r)
+static bool blk_prep_flush(struct virtio_blk_queue *bq, struct virtio_blk_req *r)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&bq->ring);
-	if (!sqe)
-		return NULL;
+	if (!bq->blk->disk->ops->flush(bq->dq, r->head))
+		return false;
 	r->expect = 0;
-	io_uring_prep_fsync(sqe, bq->blk->fd, IORING_FSYNC_DATASYNC);
 	atomic_fetch_add(&bq->blk->stats.flushes, 1);
-	return sqe;
+	return true;
 }
 
 /* 5.2.6.1: up to 20 bytes of ID, not NUL-terminated when exactly 20. */
@@ -177,48 +166,45 @@ static void blk_get_id(struct virtio_blk_queue *bq, struct virtio_blk_req *r,
 {
 	uint64_t room = e->in_len - 1;
 	uint64_t n = room < VIRTIO_BLK_ID_BYTES ? room : VIRTIO_BLK_ID_BYTES;
-	buf_to_iov(e->in, e->nin, 0, bq->blk->id, n);
+	buf_to_iov(e->in, e->nin, 0, bq->blk->disk->id, n);
 	r->used_len = (uint32_t)n + 1;
 	atomic_fetch_add(&bq->blk->stats.get_ids, 1);
 	blk_finish(bq, r, VIRTIO_BLK_S_OK);
 }
 
-enum blk_start_result { BLK_STARTED, BLK_MALFORMED, BLK_WAIT };
-
-/* Turns one popped element into an SQE, or completes it at once; MALFORMED
- * (the caller marks NEEDS_RESET), or WAIT: not started, back in the ring. */
+/* Turns one popped element into a backend request, or completes it at
+ * once; MALFORMED (the caller marks NEEDS_RESET), or WAIT: not started,
+ * back in the ring. */
 static enum blk_start_result blk_start(struct virtio_blk_queue *bq, const struct virtq_elem *e)
 {
 	struct blk_outhdr h;
-	bool wait = false;
 	if (!blk_parse(bq, e, &h))
 		return BLK_MALFORMED;
 	struct virtio_blk_req *r = &bq->reqs[e->head];
-	struct io_uring_sqe *sqe;
+	enum blk_start_result st;
 	switch (h.type) {
 	case VIRTIO_BLK_T_IN:
-	case VIRTIO_BLK_T_OUT: sqe = blk_prep_rw(bq, r, e, &h, &wait); break;
-	case VIRTIO_BLK_T_FLUSH: sqe = blk_prep_flush(bq, r); break;
+	case VIRTIO_BLK_T_OUT: st = blk_prep_rw(bq, r, e, &h); break;
+	case VIRTIO_BLK_T_FLUSH: st = blk_prep_flush(bq, r) ? BLK_STARTED : BLK_FAILED; break;
 	case VIRTIO_BLK_T_GET_ID: blk_get_id(bq, r, e); return BLK_STARTED;
 	default: blk_finish(bq, r, VIRTIO_BLK_S_UNSUPP); return BLK_STARTED;
 	}
-	if (wait) {
+	if (st == BLK_WAIT) {
 		r->in_use = false;
 		return BLK_WAIT;
 	}
-	if (!sqe) {
+	if (st == BLK_FAILED) {
 		r->used_len = 1;
 		blk_finish(bq, r, VIRTIO_BLK_S_IOERR);
 		return BLK_STARTED;
 	}
-	io_uring_sqe_set_data64(sqe, e->head);
 	bq->inflight++;
 	return BLK_STARTED;
 }
 
 /* Queue qi locked: the requests the driver made available, one pass's
- * budget of them, go to the kernel in one submit (more only if the SQ
- * ring fills up). The budget counts requests completed at once too (GET_ID,
+ * budget of them, go to the host in one submit (more only if the
+ * backend's own queue fills up). The budget counts requests completed at once too (GET_ID,
  * unsupported, out of range, read-only): their slots free at once, so a
  * driver that keeps posting them would otherwise hold the pass forever. */
 static void blk_notify(struct virtio_dev *d, unsigned qi)
@@ -246,11 +232,8 @@ static void blk_notify(struct virtio_dev *d, unsigned qi)
 			ret = 0;
 			break;
 		}
-		if (io_uring_sq_space_left(&bq->ring) == 0)
-			io_uring_submit(&bq->ring);
 	}
-	if (io_uring_sq_ready(&bq->ring))
-		io_uring_submit(&bq->ring);
+	b->disk->ops->submit(bq->dq);
 	if (ret == 1 && !malformed && virtq_has_avail(q))
 		virtio_queue_yield(d, qi); /* the budget ran out: the rest next pass */
 	if (malformed)
@@ -261,33 +244,37 @@ static void blk_notify(struct virtio_dev *d, unsigned qi)
 
 #define REAP_BATCH 64
 
-/* Queue locked: takes every completion the ring holds, in batches. */
+/* One completion: the request's used entry (deliver), or only its slot
+ * and memory back (the queue is being reset or stopped). */
+static void blk_end(struct virtio_blk_queue *bq, const struct disk_completion *c, bool deliver)
+{
+	bq->inflight--;
+	if (c->cookie >= VIRTIO_BLK_QUEUE_MAX || !bq->reqs[c->cookie].in_use)
+		return;
+	struct virtio_blk_req *r = &bq->reqs[c->cookie];
+	if (!deliver) {
+		if (r->bounce)
+			blk_bounce_free(bq, r);
+		r->in_use = false;
+		return;
+	}
+	/* A short transfer is an error too: the guest asked for all of it. */
+	bool ok = c->res >= 0 && (uint64_t)c->res == r->expect;
+	if (ok && (r->type == VIRTIO_BLK_T_IN || r->type == VIRTIO_BLK_T_OUT))
+		atomic_fetch_add(&bq->blk->stats.bytes, (uint64_t)c->res);
+	blk_finish(bq, r, ok ? VIRTIO_BLK_S_OK : VIRTIO_BLK_S_IOERR);
+}
+
+#define REAP_BATCH 64
+
+/* Queue locked: takes every completion the backend holds, in batches. */
 static void blk_reap(struct virtio_blk_queue *bq, bool deliver)
 {
-	struct io_uring_cqe *cqes[REAP_BATCH];
+	struct disk_completion c[REAP_BATCH];
 	unsigned n;
-	while ((n = io_uring_peek_batch_cqe(&bq->ring, cqes, REAP_BATCH)) > 0) {
-		for (unsigned i = 0; i < n; i++) {
-			uint64_t head = io_uring_cqe_get_data64(cqes[i]);
-			int res = cqes[i]->res;
-			bq->inflight--;
-			if (head >= VIRTIO_BLK_QUEUE_MAX || !bq->reqs[head].in_use)
-				continue;
-			struct virtio_blk_req *r = &bq->reqs[head];
-			if (!deliver) {
-				if (r->bounce)
-					blk_bounce_free(bq, r);
-				r->in_use = false;
-				continue;
-			}
-			/* A short transfer is an error too: the guest asked for all of it. */
-			bool ok = res >= 0 && (uint32_t)res == r->expect;
-			if (ok && (r->type == VIRTIO_BLK_T_IN || r->type == VIRTIO_BLK_T_OUT))
-				atomic_fetch_add(&bq->blk->stats.bytes, (uint64_t)res);
-			blk_finish(bq, r, ok ? VIRTIO_BLK_S_OK : VIRTIO_BLK_S_IOERR);
-		}
-		io_uring_cq_advance(&bq->ring, n);
-	}
+	while ((n = bq->blk->disk->ops->reap(bq->dq, c, REAP_BATCH)) > 0)
+		for (unsigned i = 0; i < n; i++)
+			blk_end(bq, &c[i], deliver);
 }
 
 void virtio_blk_complete(struct virtio_blk_queue *bq)
@@ -315,8 +302,7 @@ void virtio_blk_complete(struct virtio_blk_queue *bq)
 static void blk_queue_drain(struct virtio_blk_queue *bq)
 {
 	while (bq->inflight) {
-		struct io_uring_cqe *cqe;
-		if (io_uring_wait_cqe(&bq->ring, &cqe) < 0)
+		if (bq->blk->disk->ops->wait(bq->dq) < 0)
 			break;
 		blk_reap(bq, false);
 	}
@@ -328,7 +314,7 @@ static void blk_queue_drain(struct virtio_blk_queue *bq)
 void virtio_blk_queue_quiesce(struct virtio_blk_queue *bq)
 {
 	virtio_queue_lock(&bq->blk->vdev, bq->index);
-	if (bq->ring_ready)
+	if (bq->dq)
 		blk_queue_drain(bq);
 	virtio_queue_unlock(&bq->blk->vdev, bq->index);
 }
@@ -339,7 +325,7 @@ static void blk_reset(struct virtio_dev *d)
 {
 	struct virtio_blk *b = d->priv;
 	for (unsigned i = 0; i < b->nqueues; i++)
-		if (b->queues[i].ring_ready)
+		if (b->queues[i].dq)
 			blk_queue_drain(&b->queues[i]);
 }
 
@@ -356,54 +342,6 @@ static const struct virtio_dev_ops blk_ops = {
     .reset = blk_reset,
 };
 
-/*
- * The operations a queue's ring may carry, and nothing else: the sandboxed
- * threads can submit to the ring, and an unrestricted ring would do for
- * them what seccomp refuses (IORING_OP_OPENAT opens any file the VMM's
- * user can). io_uring_register(2), IORING_REGISTER_RESTRICTIONS: a ring
- * made disabled takes restrictions once, then is enabled; no register
- * operation is allowed after that, and no SQE flag.
- */
-static const uint8_t blk_ring_ops[] = {IORING_OP_NOP,	IORING_OP_READ,	  IORING_OP_WRITE,
-				       IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC};
-
-static int blk_ring_restrict(struct io_uring *ring)
-{
-	struct io_uring_restriction res[sizeof(blk_ring_ops) + 1];
-	memset(res, 0, sizeof(res));
-	for (size_t i = 0; i < sizeof(blk_ring_ops); i++) {
-		res[i].opcode = IORING_RESTRICTION_SQE_OP;
-		res[i].sqe_op = blk_ring_ops[i];
-	}
-	res[sizeof(blk_ring_ops)].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
-	res[sizeof(blk_ring_ops)].sqe_flags = 0;
-	int ret = io_uring_register_restrictions(ring, res, sizeof(blk_ring_ops) + 1);
-	return ret < 0 ? ret : io_uring_enable_rings(ring);
-}
-
-static int blk_ring_init(struct virtio_blk_queue *bq, struct err *e)
-{
-	struct io_uring_params p;
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_R_DISABLED;
-	int ret = io_uring_queue_init_params(VIRTIO_BLK_QUEUE_MAX, &bq->ring, &p);
-	if (ret == -EINVAL)
-		return err_set(e, ERR_HOST,
-			       "io_uring: this kernel cannot make a restricted ring "
-			       "(IORING_SETUP_R_DISABLED, Linux 5.10)");
-	if (ret < 0)
-		return err_set(e, ERR_HOST, "io_uring_queue_init: %s", strerror(-ret));
-	bq->ring_ready = true;
-	bq->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (bq->completion_fd < 0 || io_uring_register_eventfd(&bq->ring, bq->completion_fd) < 0)
-		return err_set(e, ERR_HOST, "cannot register the completion eventfd");
-	ret = blk_ring_restrict(&bq->ring);
-	if (ret < 0)
-		return err_set(e, ERR_HOST, "io_uring: cannot restrict the ring: %s",
-			       strerror(-ret));
-	return 0;
-}
-
 static int blk_queue_init(struct virtio_blk *b, unsigned i, struct err *e)
 {
 	struct virtio_blk_queue *bq = &b->queues[i];
@@ -413,50 +351,30 @@ static int blk_queue_init(struct virtio_blk *b, unsigned i, struct err *e)
 	bq->reqs = calloc(VIRTIO_BLK_QUEUE_MAX, sizeof(*bq->reqs));
 	if (!bq->elem || !bq->reqs)
 		return err_set(e, ERR_HOST, "out of memory");
-	return blk_ring_init(bq, e);
+	bq->completion_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (bq->completion_fd < 0)
+		return err_set(e, ERR_HOST, "eventfd: %s", strerror(errno));
+	bq->dq = b->disk->ops->queue_open(b->disk, VIRTIO_BLK_QUEUE_MAX, bq->completion_fd, e);
+	return bq->dq ? 0 : -1;
 }
 
-int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,
-		    unsigned queues, struct err *e)
+int virtio_blk_init(struct virtio_blk *b, struct disk *disk, unsigned queues, struct err *e)
 {
-	struct stat st;
 	memset(b, 0, sizeof(*b));
-	b->fd = -1;
+	b->disk = disk;
 	for (unsigned i = 0; i < VIRTIO_BLK_MAX_QUEUES; i++)
 		b->queues[i].completion_fd = -1;
+	if (!disk)
+		return -1;
 	if (queues < 1 || queues > VIRTIO_BLK_MAX_QUEUES)
 		return err_set(e, ERR_INPUT, "queues=%u: must be between 1 and %u", queues,
 			       VIRTIO_BLK_MAX_QUEUES);
-	snprintf(b->path, sizeof(b->path), "%s", path);
-	b->readonly = readonly;
-	b->direct = direct;
-	/* O_NONBLOCK until the type is known: a FIFO must not block the open
-	 * (SIGTERM would not end it); regular files and block devices ignore
-	 * the flag for I/O, and it is cleared before any. */
-	b->fd = open(path, (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
-			       (direct ? O_DIRECT : 0));
-	if (b->fd < 0)
-		return err_set(e, ERR_INPUT, "%s", strerror(errno));
-	if (fstat(b->fd, &st) < 0)
-		return err_set(e, ERR_INPUT, "%s", strerror(errno));
-	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
-		return err_set(e, ERR_INPUT, "not a regular file or block device");
-	if (fcntl(b->fd, F_SETFL, direct ? O_DIRECT : 0) < 0)
-		return err_set(e, ERR_HOST, "fcntl: %s", strerror(errno));
-	uint64_t bytes = (uint64_t)st.st_size;
-	if (S_ISBLK(st.st_mode) && ioctl(b->fd, BLKGETSIZE64, &bytes) < 0)
-		return err_set(e, ERR_INPUT, "cannot read its size: %s", strerror(errno));
-	if (bytes < SECTOR)
-		return err_set(e, ERR_INPUT, "smaller than one 512-byte sector");
-	b->capacity = bytes / SECTOR;
+	b->capacity = disk->bytes / SECTOR;
 	b->blk_size = SECTOR;
-	/* GET_ID: the file's device and inode, stable across runs. */
-	snprintf(b->id, sizeof(b->id), "vmm-%llx-%llx", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino);
 	b->vdev.ops = &blk_ops;
 	b->vdev.num_queues = queues;
-	b->vdev.extra_features =
-	    (readonly ? VBLK_F(VIRTIO_BLK_F_RO) : 0) | (queues > 1 ? VBLK_F(VIRTIO_BLK_F_MQ) : 0);
+	b->vdev.extra_features = (disk->readonly ? VBLK_F(VIRTIO_BLK_F_RO) : 0) |
+				 (queues > 1 ? VBLK_F(VIRTIO_BLK_F_MQ) : 0);
 	b->vdev.priv = b;
 	b->nqueues = queues;
 	for (unsigned i = 0; i < queues; i++)
@@ -469,14 +387,14 @@ void virtio_blk_destroy(struct virtio_blk *b)
 {
 	for (unsigned i = 0; i < VIRTIO_BLK_MAX_QUEUES; i++) {
 		struct virtio_blk_queue *bq = &b->queues[i];
-		if (bq->ring_ready) {
+		if (bq->dq) {
 			/* A machine that ran has stopped its queues on their loops
 			 * (virtio_blk_queue_quiesce, an on-stop hook): nothing is in
 			 * flight and this returns at once. A harness that destroys
 			 * a disk it drove itself still gets its requests ended. */
 			blk_queue_drain(bq);
-			io_uring_queue_exit(&bq->ring);
-			bq->ring_ready = false;
+			b->disk->ops->queue_close(bq->dq);
+			bq->dq = NULL;
 		}
 		if (bq->completion_fd >= 0)
 			close(bq->completion_fd);
@@ -486,7 +404,6 @@ void virtio_blk_destroy(struct virtio_blk *b)
 		bq->elem = NULL;
 		bq->reqs = NULL;
 	}
-	if (b->fd >= 0)
-		close(b->fd);
-	b->fd = -1;
+	disk_close(b->disk);
+	b->disk = NULL;
 }

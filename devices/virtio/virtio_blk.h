@@ -1,28 +1,30 @@
 /*
- * virtio-blk (virtio 1.2, section 5.2) over a raw file or block device,
- * with an io_uring backend: requests become SQEs, completions are reaped
- * on the I/O thread through an eventfd registered with the ring, up to a
- * queue's worth in flight. IN, OUT, FLUSH (fdatasync) and GET_ID;
- * out-of-range sectors, writes to a read-only disk and host I/O errors are
- * reported to the guest as VIRTIO_BLK_S_IOERR, never dropped.
+ * virtio-blk (virtio 1.2, section 5.2) over a disk backend
+ * (devices/backends/disk.h: io_uring on a file or block device in ./vmm):
+ * requests are parsed and checked here and become backend reads, writes
+ * and flushes; completions are reaped on the I/O thread when the queue's
+ * completion eventfd is readable, up to a queue's worth in flight. IN, OUT,
+ * FLUSH and GET_ID; out-of-range sectors, writes to a read-only disk and
+ * host I/O errors are reported to the guest as VIRTIO_BLK_S_IOERR, never
+ * dropped.
  *
  * Multiqueue (VIRTIO_BLK_F_MQ, offered with more than one queue): each
- * request queue has an io_uring, a completion eventfd and request slots of
- * its own, all used under that queue's lock on the I/O thread that owns
- * it. The requests one notification finds go to the kernel in one submit;
+ * request queue has a backend queue, a completion eventfd and request slots
+ * of its own, all used under that queue's lock on the I/O thread that owns
+ * it. The requests one notification finds go to the host in one submit;
  * completions are reaped in batches, their used entries published with one
  * index update and one interrupt decision (2.7.10) per batch.
  */
 #ifndef DEVICES_VIRTIO_BLK_H
 #define DEVICES_VIRTIO_BLK_H
 
+#include "devices/backends/disk.h"
 #include "devices/virtio/virtio.h"
 
-#include <liburing.h>
 #include <stdatomic.h>
 
 #define VIRTIO_BLK_QUEUE_MAX  256
-#define VIRTIO_BLK_ID_BYTES   20
+#define VIRTIO_BLK_ID_BYTES   DISK_ID_BYTES
 #define VIRTIO_BLK_MAX_QUEUES 16
 
 struct virtio_blk_req {
@@ -60,9 +62,8 @@ struct virtio_blk;
 struct virtio_blk_queue {
 	struct virtio_blk *blk;
 	unsigned index;
-	struct io_uring ring;
-	bool ring_ready;
-	int completion_fd; /* eventfd registered with the ring */
+	struct disk_queue *dq; /* NULL until set up */
+	int completion_fd;     /* eventfd the backend signals */
 	unsigned inflight;
 	uint64_t bounce_bytes; /* in bounce buffers of requests in flight */
 	bool bounce_wait;      /* a request waits in the ring for bounce memory */
@@ -72,23 +73,20 @@ struct virtio_blk_queue {
 
 struct virtio_blk {
 	struct virtio_dev vdev;
-	char path[256];
-	int fd;
-	bool readonly, direct;
+	struct disk *disk;
 	uint64_t capacity; /* 512-byte sectors */
 	uint32_t blk_size;
-	char id[VIRTIO_BLK_ID_BYTES];
 	unsigned nqueues;
 	struct virtio_blk_queue queues[VIRTIO_BLK_MAX_QUEUES];
 	struct virtio_blk_stats stats;
 };
 
 struct err;
-/* Opens the backing file (O_DIRECT with `direct`) and sets up `queues`
- * request queues (1..VIRTIO_BLK_MAX_QUEUES; more than one offers
+/* A virtio-blk on `disk`, which it takes (virtio_blk_destroy closes it,
+ * after a failed init too; NULL: the open failed, `e` says why), with
+ * `queues` request queues (1..VIRTIO_BLK_MAX_QUEUES; more than one offers
  * VIRTIO_BLK_F_MQ). */
-int virtio_blk_init(struct virtio_blk *b, const char *path, bool readonly, bool direct,
-		    unsigned queues, struct err *e);
+int virtio_blk_init(struct virtio_blk *b, struct disk *disk, unsigned queues, struct err *e);
 /* The queue's I/O thread calls this when its completion_fd is readable. */
 void virtio_blk_complete(struct virtio_blk_queue *q);
 /* The queue's I/O thread, stopping: waits for the queue's requests still in

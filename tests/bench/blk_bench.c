@@ -22,6 +22,7 @@
  * asks for NEEDS_RESET, the used ring is inconsistent, or nothing
  * completes for 5 s; 2 on usage errors.
  */
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio.h"
 #include "devices/virtio/virtio_blk.h"
 #include "devices/virtio/virtqueue.h"
@@ -396,7 +397,7 @@ int main(int argc, char **argv)
 	b->used = (volatile struct vq_used *)gpa(b, GPA_USED);
 
 	struct err e = {0};
-	if (virtio_blk_init(&b->blk, path, true, true, 1, &e) < 0) {
+	if (virtio_blk_init(&b->blk, disk_uring_open(path, true, true, &e), 1, &e) < 0) {
 		fprintf(stderr, "blk_bench: virtio_blk_init: %s\n", e.msg);
 		virtio_blk_destroy(&b->blk);
 		return e.kind == ERR_INPUT ? 2 : 1;

@@ -37,13 +37,13 @@ if [ ! -f "$fbuild/build.ninja" ]; then
 		{ tail -n 20 "$out/clang-setup.log" >&2; exit 1; }
 fi
 ninja -C "$fbuild" >"$out/clang-build.log" 2>&1 || { tail -n 30 "$out/clang-build.log" >&2; exit 1; }
-for t in fuzz_boot fuzz_boot_bzhdr fuzz_virtq fuzz_pci fuzz_virtio fuzz_isa; do
+for t in fuzz_blk fuzz_boot fuzz_boot_bzhdr fuzz_virtq fuzz_pci fuzz_virtio fuzz_isa; do
 	ln -sf "$fbuild/tests/fuzz/$t" "$out/$t"
 done
 
 seeds() { # the seed corpora, made once
-	[ -f "$out/seeds.stamp" ] && [ -d "$out/seeds/isa" ] && return 0
-	for d in boot virtq pci virtio isa; do mkdir -p "$out/seeds/$d"; done
+	[ -f "$out/seeds.stamp" ] && [ -d "$out/seeds/blk" ] && return 0
+	for d in blk boot virtq pci virtio isa; do mkdir -p "$out/seeds/$d"; done
 	for img in hello.bzImage hello-gz.bzImage gzstub.bzImage; do
 		for g in "$src/build/guests/$img" "$out/../../guests/$img"; do
 			[ -f "$g" ] && cp "$g" "$out/seeds/boot/$img" && break
@@ -59,6 +59,7 @@ seeds
 target=$1 secs=$2
 shift 2
 case $target in
+fuzz_blk) corpus=blk ;;
 fuzz_boot | fuzz_boot_bzhdr) corpus=boot ;;
 fuzz_virtq) corpus=virtq ;;
 fuzz_pci) corpus=pci ;;

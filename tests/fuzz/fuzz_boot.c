@@ -21,17 +21,9 @@
 
 #define RAM_SIZE (64ULL << 20)
 
-static struct fuzz_ram ram;
+FUZZ_GUEST_RAM(ram, RAM_SIZE)
 static const char cmdline[] = "console=ttyS0 earlyprintk=serial panic=-1 reboot=t quiet";
 static const uint8_t initrd[] = "070701 fake initrd bytes";
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_ram_init(&ram, RAM_SIZE);
-	return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

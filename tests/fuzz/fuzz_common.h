@@ -9,6 +9,7 @@
 #include "vmm/base/guest_mem.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,12 +34,33 @@ static inline void fuzz_ram_init(struct fuzz_ram *r, uint64_t size)
 	guest_mem_init_with(&r->m, r->buf, size);
 }
 
+/* Defines the target's guest RAM `name` of `size` bytes, mapped once before
+ * the first input (libFuzzer calls LLVMFuzzerInitialize first). */
+#define FUZZ_GUEST_RAM(name, size)                                                                 \
+	static struct fuzz_ram name;                                                               \
+	int LLVMFuzzerInitialize(int *argc, char ***argv)                                          \
+	{                                                                                          \
+		(void)argc;                                                                        \
+		(void)argv;                                                                        \
+		fuzz_ram_init(&name, size);                                                        \
+		return 0;                                                                          \
+	}
+
 /* Back to all zeroes; the kernel drops the pages, so this is cheap. */
 static inline void fuzz_ram_reset(struct fuzz_ram *r)
 {
 	if (madvise(r->buf, r->size, MADV_DONTNEED))
 		memset(r->buf, 0, r->size);
 	guest_mem_init_with(&r->m, r->buf, r->size);
+}
+
+/* /dev/null, for the logs a target does not read; opened once. */
+static inline FILE *fuzz_devnull(void)
+{
+	static FILE *f;
+	if (!f && !(f = fopen("/dev/null", "w")))
+		abort();
+	return f;
 }
 
 /* The fuzz input read as a stream of little-endian fields; past its end

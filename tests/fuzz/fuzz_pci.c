@@ -21,8 +21,6 @@
 
 #include "devices/pci/pci_testdev.h"
 #include "irq/irq.h"
-#include "vmm/base/bus.h"
-#include "vmm/base/log.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -32,37 +30,15 @@
 #define RAM_SIZE (16ULL << 20)
 #define MAX_OPS	 4096
 
-static struct fuzz_ram ram;
-static FILE *devnull;
+FUZZ_GUEST_RAM(ram, RAM_SIZE)
 
 /* Everything per run lives here and is rebuilt from zero each time. */
 static struct {
-	struct bus pio, mmio;
-	struct log log;
-	struct rec_sink sink;
-	struct irq_router irq;
-	struct pci_bus pci;
+	struct fuzz_pci_machine m;
 	struct pci_testdev dev[2];
 } w;
 
 static const uint8_t slots[2] = {3, 4};
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_ram_init(&ram, RAM_SIZE);
-	devnull = fopen("/dev/null", "w");
-	if (!devnull)
-		abort();
-	return 0;
-}
-
-static uint64_t bar_addr(struct pci_testdev *t, int bar)
-{
-	uint32_t v = pci_cfg_get32(&t->pci, PCI_BASE_ADDRESS_0 + 4 * (unsigned)bar);
-	return v & ~0xFULL;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -73,22 +49,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned nvec1 = 1 + (unsigned)take(&in, 1);
 
 	memset(&w, 0, sizeof(w));
-	log_init(&w.log, LOG_DEBUG, devnull);
-	bus_init(&w.pio, "pio", &w.log);
-	bus_init(&w.mmio, "mmio", &w.log);
-	irq_router_init(&w.irq, &rec_ops, &w.sink,
-			&(struct irq_router_config){&w.log, IRQ_MSI_SIGNAL, IRQ_INTX_LINE});
-	const struct pci_bus_env env = {&w.pio, &w.mmio, &ram.m, &w.irq, &w.log, fuzz_pci_window};
-	if (pci_bus_init(&w.pci, &env))
-		abort();
-	if (pci_testdev_init(&w.dev[0], "testdev0", &w.irq, 4, IRQ_MODE_MSIX) ||
-	    pci_testdev_init(&w.dev[1], "testdev1", &w.irq, nvec1,
+	fuzz_pci_machine_init(&w.m, &ram.m, fuzz_devnull());
+	if (pci_testdev_init(&w.dev[0], "testdev0", &w.m.irq, 4, IRQ_MODE_MSIX) ||
+	    pci_testdev_init(&w.dev[1], "testdev1", &w.m.irq, nvec1,
 			     (mode & 1) ? IRQ_MODE_INTX : IRQ_MODE_MSIX))
 		abort();
 	for (int i = 0; i < 2; i++)
-		if (pci_bus_add_device(&w.pci, &w.dev[i].pci, slots[i], (uint8_t)(1 + i)))
+		if (pci_bus_add_device(&w.m.pci, &w.dev[i].pci, slots[i], (uint8_t)(1 + i)))
 			abort();
-	if (pci_bus_assign_resources(&w.pci))
+	if (pci_bus_assign_resources(&w.m.pci))
 		abort();
 
 	for (unsigned n = 0; n < MAX_OPS && in.left; n++) {
@@ -110,25 +79,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else {
 				v = (uint32_t)take(&in, 4);
 			}
-			bus_write(&w.pio, PCI_CONF1_ADDR, &v, 4);
+			bus_write(&w.m.pio, PCI_CONF1_ADDR, &v, 4);
 			break;
 		}
 		case 1: {
 			uint64_t v = take(&in, len);
 			memcpy(buf, &v, 8);
-			bus_write(&w.pio, PCI_CONF1_DATA + (op >> 6), buf, len);
+			bus_write(&w.m.pio, PCI_CONF1_DATA + (op >> 6), buf, len);
 			break;
 		}
-		case 2: bus_read(&w.pio, PCI_CONF1_DATA + (op >> 6), buf, len); break;
+		case 2: bus_read(&w.m.pio, PCI_CONF1_DATA + (op >> 6), buf, len); break;
 		case 3: {
 			unsigned l = (op & 8) ? 2 : 1;
 			uint64_t port = PCI_CONF1_ADDR + ((op >> 6) & 3);
 			if (op & 0x10) {
 				uint64_t v = take(&in, l);
 				memcpy(buf, &v, 8);
-				bus_write(&w.pio, port, buf, l);
+				bus_write(&w.m.pio, port, buf, l);
 			} else {
-				bus_read(&w.pio, port, buf, l);
+				bus_read(&w.m.pio, port, buf, l);
 			}
 			break;
 		}
@@ -142,13 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint64_t off = take(&in, 2);
 			if (!(op & 0x80))
 				off %= bsize ? bsize : 1; /* else may straddle the end */
-			uint64_t addr = bar_addr(t, bar) + off;
+			uint64_t addr = fuzz_bar_addr(&t->pci, bar) + off;
 			if ((op & 7) == 4) {
 				uint64_t v = take(&in, ml);
 				memcpy(buf, &v, 8);
-				bus_write(&w.mmio, addr, buf, ml);
+				bus_write(&w.m.mmio, addr, buf, ml);
 			} else {
-				bus_read(&w.mmio, addr, buf, ml);
+				bus_read(&w.m.mmio, addr, buf, ml);
 			}
 			break;
 		}
@@ -157,13 +126,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint32_t v = (uint32_t)take(&in, 1);
 			if (op & 0x80)
 				v |= 0xFFFFFF00u;
-			bus_write(&w.mmio, bar_addr(t, 0) + TESTDEV_REG_DOORBELL, &v, 4);
+			bus_write(&w.m.mmio, fuzz_bar_addr(&t->pci, 0) + TESTDEV_REG_DOORBELL, &v,
+				  4);
 			break;
 		}
 		case 7: {
 			struct pci_testdev *t = &w.dev[(op >> 3) & 1];
 			uint32_t v = 0;
-			bus_write(&w.mmio, bar_addr(t, 0) + TESTDEV_REG_INTX_ACK, &v, 4);
+			bus_write(&w.m.mmio, fuzz_bar_addr(&t->pci, 0) + TESTDEV_REG_INTX_ACK, &v,
+				  4);
 			break;
 		}
 		}
@@ -171,8 +142,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (int i = 0; i < 2; i++)
 		pci_testdev_destroy(&w.dev[i]);
-	irq_router_destroy(&w.irq);
-	bus_destroy(&w.pio);
-	bus_destroy(&w.mmio);
+	fuzz_pci_machine_destroy(&w.m);
 	return 0;
 }

@@ -35,8 +35,6 @@
 #include "devices/virtio/virtio_pci.h"
 #include "devices/virtio/virtio_rng.h"
 #include "irq/irq.h"
-#include "vmm/base/bus.h"
-#include "vmm/base/log.h"
 
 #include <poll.h>
 #include <stddef.h>
@@ -50,8 +48,7 @@
 #define MAX_WATCH 16
 #define MAX_CAPS  8
 
-static struct fuzz_ram ram;
-static FILE *devnull;
+FUZZ_GUEST_RAM(ram, RAM_SIZE)
 
 /* Host buffers handed out by the devices must lie inside guest RAM. */
 static void check_in_ram(const void *p, size_t len, const char *who)
@@ -86,11 +83,7 @@ struct watch {
 
 /* Everything per run lives here and is rebuilt from zero each time. */
 static struct {
-	struct bus pio, mmio;
-	struct log log;
-	struct rec_sink sink;
-	struct irq_router irq;
-	struct pci_bus pci;
+	struct fuzz_pci_machine m;
 	struct virtio_rng rng;
 	struct virtio_console con;
 	struct virtio_pci vp[2];
@@ -140,23 +133,6 @@ static void run_io_thread(void)
 	}
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_ram_init(&ram, RAM_SIZE);
-	devnull = fopen("/dev/null", "w");
-	if (!devnull)
-		abort();
-	return 0;
-}
-
-static uint64_t bar_addr(struct virtio_pci *vp, int bar)
-{
-	uint32_t v = pci_cfg_get32(&vp->pci, PCI_BASE_ADDRESS_0 + 4 * (unsigned)bar);
-	return v & ~0xFULL;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -166,28 +142,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fuzz_ram_reset(&ram);
 	memset(&w, 0, sizeof(w));
-	log_init(&w.log, LOG_DEBUG, devnull);
-	bus_init(&w.pio, "pio", &w.log);
-	bus_init(&w.mmio, "mmio", &w.log);
-	irq_router_init(&w.irq, &rec_ops, &w.sink,
-			&(struct irq_router_config){&w.log, IRQ_MSI_SIGNAL, IRQ_INTX_LINE});
-	const struct pci_bus_env env = {&w.pio, &w.mmio, &ram.m, &w.irq, &w.log, fuzz_pci_window};
-	if (pci_bus_init(&w.pci, &env))
-		abort();
+	fuzz_pci_machine_init(&w.m, &ram.m, fuzz_devnull());
 	struct virtio_host host = {
-	    .ioeventfd = fake_ioeventfd, .watch = fake_watch, .ctx = NULL, .log = &w.log};
+	    .ioeventfd = fake_ioeventfd, .watch = fake_watch, .ctx = NULL, .log = &w.m.log};
 	if (virtio_rng_init(&w.rng, fuzz_getrandom) ||
 	    virtio_console_init(&w.con, (struct char_sink){.write = discard}))
 		abort();
-	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.irq, &ram.m, &host,
+	if (virtio_pci_init(&w.vp[0], &w.rng.vdev, "virtio-rng", &w.m.irq, &ram.m, &host,
 			    (mode & 1) ? IRQ_MODE_INTX : IRQ_MODE_MSIX) ||
-	    virtio_pci_init(&w.vp[1], &w.con.vdev, "virtio-console", &w.irq, &ram.m, &host,
+	    virtio_pci_init(&w.vp[1], &w.con.vdev, "virtio-console", &w.m.irq, &ram.m, &host,
 			    (mode & 2) ? IRQ_MODE_INTX : IRQ_MODE_MSIX))
 		abort();
 	for (int i = 0; i < 2; i++)
-		if (pci_bus_add_device(&w.pci, &w.vp[i].pci, slots[i], 1))
+		if (pci_bus_add_device(&w.m.pci, &w.vp[i].pci, slots[i], 1))
 			abort();
-	if (pci_bus_assign_resources(&w.pci))
+	if (pci_bus_assign_resources(&w.m.pci))
 		abort();
 	for (int i = 0; i < 2; i++) {
 		const struct pci_device *d = &w.vp[i].pci;
@@ -206,13 +175,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 0:
 		case 1: {
 			unsigned len = mlens[(op >> 4) & 3];
-			uint64_t addr = bar_addr(vp, 0) + 0x1000ULL * (op >> 6) + take(&in, 1);
+			uint64_t addr =
+			    fuzz_bar_addr(&vp->pci, 0) + 0x1000ULL * (op >> 6) + take(&in, 1);
 			if ((op & 7) == 0) {
 				uint64_t v = take(&in, len);
 				memcpy(buf, &v, 8);
-				bus_write(&w.mmio, addr, buf, len);
+				bus_write(&w.m.mmio, addr, buf, len);
 			} else {
-				bus_read(&w.mmio, addr, buf, len);
+				bus_read(&w.m.mmio, addr, buf, len);
 			}
 			break;
 		}
@@ -225,10 +195,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				reg = w.caps[dev][r >> 5] + (r & 31u);
 			uint8_t devfn = (uint8_t)(slots[dev] << 3);
 			if (op & 0x80) {
-				(void)pci_config_read(&w.pci, 0, devfn, reg, len);
+				(void)pci_config_read(&w.m.pci, 0, devfn, reg, len);
 			} else {
 				uint32_t v = (uint32_t)take(&in, len);
-				pci_config_write(&w.pci, 0, devfn, reg, len, v);
+				pci_config_write(&w.m.pci, 0, devfn, reg, len, v);
 			}
 			break;
 		}
@@ -262,20 +232,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint64_t bsize = vp->pci.bars[bar].size, off = take(&in, 2);
 			if (!(f & 0x80))
 				off %= bsize ? bsize : 1;
-			uint64_t addr = bar_addr(vp, bar) + off;
+			uint64_t addr = fuzz_bar_addr(&vp->pci, bar) + off;
 			if (!(kind & 1)) {
 				uint64_t v = take(&in, len);
 				memcpy(buf, &v, 8);
-				bus_write(&w.mmio, addr, buf, len);
+				bus_write(&w.m.mmio, addr, buf, len);
 			} else {
-				bus_read(&w.mmio, addr, buf, len);
+				bus_read(&w.m.mmio, addr, buf, len);
 			}
 			break;
 		}
 		case 7: {
 			uint16_t v = (uint16_t)((op >> 4) & 7);
-			bus_write(&w.mmio,
-				  bar_addr(vp, 0) + VIRTIO_PCI_NOTIFY_OFF +
+			bus_write(&w.m.mmio,
+				  fuzz_bar_addr(&vp->pci, 0) + VIRTIO_PCI_NOTIFY_OFF +
 				      VIRTIO_PCI_NOTIFY_MULT * (uint64_t)((op >> 4) & 7),
 				  &v, 2);
 			if (op & 0x80)
@@ -293,14 +263,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(unsigned long)w.vp[1].notifies, (unsigned long)w.vp[0].interrupts,
 			(unsigned long)w.vp[1].interrupts, (unsigned long)w.vp[0].broken,
 			(unsigned long)w.vp[1].broken, (unsigned long)w.rng.bytes,
-			(unsigned long)w.con.tx_bytes, (unsigned long)w.con.rx_bytes, w.sink.msis,
-			w.sink.lines, w.ioeventfds, w.caps[0][0], w.caps[0][5]);
+			(unsigned long)w.con.tx_bytes, (unsigned long)w.con.rx_bytes, w.m.sink.msis,
+			w.m.sink.lines, w.ioeventfds, w.caps[0][0], w.caps[0][5]);
 	for (int i = 0; i < 2; i++)
 		virtio_pci_destroy(&w.vp[i]);
 	virtio_rng_destroy(&w.rng);
 	virtio_console_destroy(&w.con);
-	irq_router_destroy(&w.irq);
-	bus_destroy(&w.pio);
-	bus_destroy(&w.mmio);
+	fuzz_pci_machine_destroy(&w.m);
 	return 0;
 }

@@ -25,17 +25,9 @@
 #define USED_GPA    0x30000ULL
 #define SCRATCH_GPA 0x40000ULL
 
-static struct fuzz_ram ram;
+FUZZ_GUEST_RAM(ram, RAM_SIZE)
 static struct virtq_elem elem;
 static uint8_t bounce[64 * 1024];
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_ram_init(&ram, RAM_SIZE);
-	return 0;
-}
 
 static void lay(uint64_t gpa, const uint8_t **p, size_t *left, size_t want)
 {

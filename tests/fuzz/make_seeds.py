@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes small seed inputs for the fuzz targets into DIR/{boot,virtq,pci}.
+"""Writes small seed inputs for the fuzz targets into DIR/{blk,boot,virtq,pci,virtio,isa}.
 
 boot: bzImages (boot protocol 2.15, 64-bit) whose payload is a tiny ELF64
 vmlinux raw, gzip, LZ4-legacy, xz and zstd compressed (the non-gzip ones
 with the kernel's LE32 size trailer), and the bare ELF itself.
-virtq/pci: a few structured inputs in the targets' formats."""
+blk/virtq/pci/virtio/isa: a few structured inputs in the targets' formats."""
 import gzip, lzma, os, struct, subprocess, sys
 
 out = sys.argv[1]
@@ -194,6 +194,50 @@ win = cfgw(0, 4, 0, 1) + cfgw(0, 8, 0x14, 4) + cfgw(0, 12, 1, 4) + cfgw(0, 16, 1
 win += cfgw(0, 16, 3, 4) + bytes([2 | 2 << 4 | 0x40 | 0x80, 4 << 5 | 16])
 win += cfgw(0, 8, 0x3000, 4) + cfgw(0, 12, 2, 4) + cfgw(0, 16, 0, 4) + bytes([4])
 w("virtio", "pci-cfg-window", bytes([1]) + win + rng)
+
+# blk (fuzz_blk.c): [mode, queue size] then ops on queue q = (op >> 3) & 3.
+T_IN, T_OUT, T_FLUSH, T_GET_ID = 0, 1, 2, 3  # the target's type codes (b & 3)
+WR = 0x8000  # a device-writable buffer (bit 15 of the length)
+
+
+def breq(q, head, typ, sector, bufs, long=False):
+    o = bytes([0 | q << 3 | (0x80 if long else 0), head, typ])
+    o += sector.to_bytes(8 if long else 1, "little") + bytes([len(bufs)])
+    return o + b"".join(a.to_bytes(3, "little") + struct.pack("<H", n) for a, n in bufs)
+
+
+def bnotify(q):
+    return bytes([1 | q << 3])
+
+
+def bdone(q, release=None):  # complete q, releasing held completions first
+    return bytes([3 | q << 3]) if release is None else bytes([2 | q << 3, release])
+
+
+def bram(addr, data):
+    return bytes([5]) + addr.to_bytes(3, "little") + bytes([len(data) - 1]) + data
+
+
+B = 0x40000
+w("blk", "read", bytes([0, 4]) + breq(0, 0, T_IN, 3, [(B, 1024 | WR)]) + bnotify(0) + bdone(0))
+w("blk", "write-flush-read", bytes([4, 4]) + bram(B, b"\x5a" * 64)
+  + breq(0, 0, T_OUT, 5, [(B, 512)]) + breq(0, 4, T_FLUSH, 0, [])
+  + breq(0, 8, T_IN, 5, [(B + 0x1000, 256 | WR), (B + 0x2000, 256 | WR)]) + bnotify(0) + bdone(0))
+w("blk", "get-id-unsupported", bytes([0, 3]) + breq(0, 0, T_GET_ID, 0, [(B, 20 | WR)])
+  + breq(0, 4, 0x8B, 0, [(B + 0x100, 16)]) + bnotify(0) + bdone(0))
+w("blk", "direct-bounce-held", bytes([2 | 16, 5]) + breq(0, 0, T_IN, 1, [(B + 1, 4096 | WR)])
+  + breq(0, 3, T_OUT, 9, [(B + 0x3003, 1024)]) + bnotify(0) + bdone(0, 1) + bdone(0, 1))
+w("blk", "mq-failures", bytes([0x20, 4]) + bytes([4]) + breq(1, 0, T_IN, 0, [(B, 512 | WR)])
+  + bytes([4 | 0x80, 1]) + breq(1, 4, T_IN, 0, [(B, 512 | WR)]) + bytes([4 | 0x40])
+  + breq(1, 8, T_FLUSH, 0, []) + bnotify(1) + bdone(1)
+  + breq(0, 0, T_IN, 0, [(B, 512 | WR)]) + bnotify(0) + bdone(0))
+w("blk", "ro-write", bytes([1, 4]) + breq(0, 0, T_OUT, 0, [(B, 512)]) + bnotify(0) + bdone(0))
+w("blk", "past-the-end", bytes([0, 4]) + breq(0, 0, T_IN, 2**64 - 1, [(B, 512 | WR)], True)
+  + breq(0, 4, T_IN, 512, [(B, 1024 | WR)], True) + bnotify(0) + bdone(0))
+w("blk", "reset-in-flight", bytes([16, 4]) + breq(0, 0, T_IN, 0, [(B, 512 | WR)]) + bnotify(0)
+  + bytes([7]) + breq(0, 0, T_IN, 1, [(B, 512 | WR)]) + bnotify(0) + bdone(0, 4))
+w("blk", "head-in-flight-again", bytes([16, 4]) + breq(0, 0, T_IN, 0, [(B, 512 | WR)])
+  + bnotify(0) + bytes([6, 0, 0]) + bnotify(0) + bdone(0, 1))
 
 # isa (fuzz_isa.c): mode 0 = RTC (host time, then index/value pairs; index
 # bit 7 reads), mode 1 = page walk (CR0, CR3, CR4, EFER, RFLAGS, addresses,

@@ -7,6 +7,7 @@
  */
 #include "helpers.h"
 
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio_blk.h"
 #include "vmm/base/err.h"
 #include "vmm/host/exit_code.h"
@@ -83,7 +84,7 @@ static struct virtio_blk uring_disk;
 
 static int uring_openat(void)
 {
-	struct io_uring *ring = &uring_disk.queues[0].ring;
+	struct io_uring *ring = disk_uring_ring(uring_disk.queues[0].dq);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	struct io_uring_cqe *cqe;
 	io_uring_prep_openat(sqe, AT_FDCWD, "/etc/hostname", O_RDONLY, 0);
@@ -114,7 +115,8 @@ static int run_filtered(enum vmm_thread_kind kind, enum probe probe, char *err, 
 			char path[] = "/tmp/vmm-seccomp-disk-XXXXXX";
 			int fd = mkstemp(path);
 			if (fd < 0 || ftruncate(fd, 1 << 20) < 0 ||
-			    virtio_blk_init(&uring_disk, path, false, false, 1, &e))
+			    virtio_blk_init(&uring_disk, disk_uring_open(path, false, false, &e), 1,
+					    &e))
 				_exit(95);
 			unlink(path);
 			close(fd);

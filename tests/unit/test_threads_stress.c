@@ -15,6 +15,7 @@
 #include "helpers.h"
 #include "virtio_helpers.h"
 
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio_blk.h"
 #include "vmm/base/err.h"
 
@@ -234,7 +235,8 @@ static void setup(void)
 	}
 	close(fd);
 	struct err e = {0};
-	ck_assert_int_eq(virtio_blk_init(&blk, disk_path, true, false, NQUEUES, &e), 0);
+	ck_assert_int_eq(
+	    virtio_blk_init(&blk, disk_uring_open(disk_path, true, false, &e), NQUEUES, &e), 0);
 	for (unsigned q = 0; q < NQUEUES; q++)
 		ck_assert_int_ge(h.watch(h.ctx, q, blk.queues[q].completion_fd,
 					 (void (*)(void *))virtio_blk_complete, &blk.queues[q]),

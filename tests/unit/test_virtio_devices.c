@@ -2,17 +2,21 @@
  * Virtio devices driven directly through their ops with a recording
  * transport and rings in fake RAM: virtio-rng (5.4), virtio-blk (5.2) over a
  * temporary file with the io_uring backend (completions reaped by polling
- * completion_fd and calling virtio_blk_complete, as the main loop does),
+ * completion_fd and calling virtio_blk_complete, as the main loop does)
+ * and over an in-memory fake backend that fails requests on demand,
  * virtio-console (5.3) into a collecting char sink.
  */
+#include "disk_fake.h"
 #include "virtio_helpers.h"
 
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio_blk.h"
 #include "devices/virtio/virtio_console.h"
 #include "devices/virtio/virtio_rng.h"
 #include "vmm/base/err.h"
 
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -157,14 +161,21 @@ static char path[64];
 static int disk_fd = -1; /* the test's own view of the file (unlinked at once) */
 static uint8_t *disk;	 /* what the file holds */
 
+/* The device on `d` (NULL: its open failed, e says why), queue 0 set up. */
+static void blk_plug(struct disk *d, struct err *e)
+{
+	int ret = virtio_blk_init(&blk, d, 1, e);
+	ck_assert_msg(ret == 0, "virtio_blk_init: %s", e->msg);
+	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
+	fake_dev_queue(&blk.vdev, 0, &ram.m, &vr[0]);
+}
+
 static void blk_open(bool ro)
 {
 	struct err e = {0};
-	int ret = virtio_blk_init(&blk, path, ro, false, 1, &e);
+	struct disk *d = disk_uring_open(path, ro, false, &e);
 	unlink(path); /* nothing left behind, even when a case fails */
-	ck_assert_msg(ret == 0, "virtio_blk_init: %s", e.msg);
-	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
-	fake_dev_queue(&blk.vdev, 0, &ram.m, &vr[0]);
+	blk_plug(d, &e);
 }
 
 static void blk_file(void)
@@ -482,11 +493,10 @@ START_TEST(test_blk_direct_bounce_memory_is_bounded)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
 	virtio_blk_destroy(&blk);
-	ck_assert_int_eq(virtio_blk_init(&blk, big, false, true, 1, &e), 0);
+	struct disk *d = disk_uring_open(big, false, true, &e);
 	unlink(big);
 	close(fd);
-	fake_transport_attach(&ft, &blk.vdev, VIRTIO_FEATURE(VIRTIO_F_VERSION_1));
-	fake_dev_queue(&blk.vdev, 0, &ram.m, &vr[0]);
+	blk_plug(d, &e);
 	for (uint16_t h = 0; h < 8; h++) {
 		const struct vbuf d = {BUF + 1, 1u << 20, true}; /* not sector-aligned */
 		blk_req(h, T_IN, 0, &d, 1);
@@ -506,6 +516,132 @@ START_TEST(test_blk_direct_bounce_memory_is_bounded)
 	blk_run(9);
 	ck_assert_uint_eq(ram.buf[STAT + 0], S_IOERR);
 	ck_assert_uint_eq(atomic_load(&blk.stats.bounced), 8);
+}
+END_TEST
+
+/* ---- virtio-blk's request parser over the fake disk (tests/unit/disk_fake.h) ---- */
+
+static struct disk_fake *fake; /* blk's disk: virtio_blk_destroy frees it */
+
+static void blk_fake_setup(void)
+{
+	struct err e = {0};
+	ram_up();
+	fake = disk_fake_new(DISK_BYTES, false, false);
+	fill_noise(fake->data, DISK_BYTES, 0xFA4E);
+	blk_plug(&fake->disk, &e);
+}
+
+static void blk_fake_teardown(void)
+{
+	virtio_blk_destroy(&blk);
+	fake_ram_free(&ram);
+}
+
+START_TEST(test_blk_fake_read_lands_backend_bytes)
+{
+	const struct vbuf d[] = {{BUF, SECT, true}, {BUF + 0x1000, 2 * SECT, true}};
+	blk_req(0, T_IN, 9, d, 2);
+	blk_run(1);
+	ck_assert_uint_eq(ram.buf[STAT], S_OK);
+	ck_assert_int_eq(memcmp(ram.buf + BUF, fake->data + 9 * SECT, SECT), 0);
+	ck_assert_int_eq(memcmp(ram.buf + BUF + 0x1000, fake->data + 10 * SECT, 2 * SECT), 0);
+	ck_assert_uint_eq(used_len(0), 3 * SECT + 1);
+	ck_assert_uint_eq(fake->reads, 1);
+	ck_assert_uint_eq(atomic_load(&blk.stats.bytes), 3 * SECT);
+}
+END_TEST
+
+/* A host error, or a short transfer, is VIRTIO_BLK_S_IOERR with only the
+ * status byte used (5.2.6); the next request is served as usual. */
+START_TEST(test_blk_fake_backend_failure_is_ioerr)
+{
+	const struct vbuf d[] = {{BUF, 2 * SECT, true}};
+	fake->fail_next = true;
+	fake->fail_res = -EIO;
+	blk_req(0, T_IN, 0, d, 1);
+	blk_run(1);
+	ck_assert_uint_eq(ram.buf[STAT], S_IOERR);
+	ck_assert_uint_eq(used_len(0), 1);
+	fake->fail_next = true;
+	fake->fail_res = SECT; /* half of it */
+	blk_req(1, T_IN, 0, d, 1);
+	blk_run(2);
+	ck_assert_uint_eq(ram.buf[STAT + 1], S_IOERR);
+	ck_assert_uint_eq(atomic_load(&blk.stats.ioerrs), 2);
+	blk_req(2, T_IN, 0, d, 1);
+	blk_run(3);
+	ck_assert_uint_eq(ram.buf[STAT + 2], S_OK);
+	ck_assert_uint_eq(atomic_load(&blk.stats.bytes), 2 * SECT);
+}
+END_TEST
+
+/* A backend with no room: the request fails at once, nothing in flight. */
+START_TEST(test_blk_fake_refused_request_is_ioerr_at_once)
+{
+	fake->refuse_next = true;
+	blk_req(0, T_FLUSH, 0, NULL, 0);
+	blk.vdev.ops->queue_notify(&blk.vdev, 0);
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 1);
+	ck_assert_uint_eq(ram.buf[STAT], S_IOERR);
+	ck_assert_uint_eq(blk.queues[0].inflight, 0);
+	ck_assert_uint_eq(fake->flushes, 0);
+}
+END_TEST
+
+/* 5.2.6.2: without VIRTIO_BLK_F_FLUSH a completed write must be durable;
+ * with it, durability waits for FLUSH. */
+START_TEST(test_blk_fake_write_durable_unless_flush_negotiated)
+{
+	memset(ram.buf + BUF, 0x3C, SECT);
+	const struct vbuf d[] = {{BUF, SECT, false}};
+	blk_req(0, T_OUT, 4, d, 1);
+	blk_run(1);
+	ck_assert_uint_eq(ram.buf[STAT], S_OK);
+	ck_assert(bytes_all(fake->data + 4 * SECT, SECT, 0x3C));
+	ck_assert(fake->last_dsync);
+	blk.vdev.features |= F_BLK_FLUSH;
+	blk_req(1, T_OUT, 5, d, 1);
+	blk_run(2);
+	ck_assert(!fake->last_dsync);
+	ck_assert_uint_eq(fake->writes, 2);
+}
+END_TEST
+
+/* A head made available again while its request is in flight is a broken
+ * driver (2.7.13.1: the device owns it): NEEDS_RESET; the request in
+ * flight still completes. */
+START_TEST(test_blk_fake_head_in_flight_again_needs_reset)
+{
+	fake->hold = true;
+	const struct vbuf d[] = {{BUF, SECT, true}};
+	blk_req(0, T_IN, 1, d, 1);
+	blk.vdev.ops->queue_notify(&blk.vdev, 0);
+	ck_assert_uint_eq(blk.queues[0].inflight, 1);
+	vrd_publish(&vr[0], 0);
+	blk.vdev.ops->queue_notify(&blk.vdev, 0);
+	ck_assert_uint_eq(ft.needs_reset, 1);
+	ck_assert_uint_eq(disk_fake_release(blk.queues[0].dq, 1), 1);
+	virtio_blk_complete(&blk.queues[0]);
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 1);
+	ck_assert_uint_eq(ram.buf[STAT], S_OK);
+}
+END_TEST
+
+/* Reset waits for what is in flight and delivers none of it: the driver
+ * has taken its memory back. */
+START_TEST(test_blk_fake_reset_ends_requests_in_flight)
+{
+	fake->hold = true;
+	const struct vbuf d[] = {{BUF, SECT, true}};
+	blk_req(0, T_IN, 1, d, 1);
+	blk_req(1, T_FLUSH, 0, NULL, 0);
+	blk.vdev.ops->queue_notify(&blk.vdev, 0);
+	ck_assert_uint_eq(disk_fake_pending(blk.queues[0].dq), 2);
+	blk.vdev.ops->reset(&blk.vdev);
+	ck_assert_uint_eq(blk.queues[0].inflight, 0);
+	ck_assert_uint_eq(disk_fake_pending(blk.queues[0].dq), 0);
+	ck_assert_uint_eq(vrd_used_idx(&vr[0]), 0);
 }
 END_TEST
 
@@ -696,6 +832,16 @@ static Suite *virtio_devices_suite(void)
 	tcase_add_test(t, test_blk_ro_offers_ro_and_refuses_writes);
 	tcase_add_test(t, test_blk_direct_bounce_memory_is_bounded);
 	tcase_add_test(t, test_blk_sync_completions_pass_stops_at_its_budget_and_yields);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("blk_fake");
+	tcase_add_checked_fixture(t, blk_fake_setup, blk_fake_teardown);
+	tcase_add_test(t, test_blk_fake_read_lands_backend_bytes);
+	tcase_add_test(t, test_blk_fake_backend_failure_is_ioerr);
+	tcase_add_test(t, test_blk_fake_refused_request_is_ioerr_at_once);
+	tcase_add_test(t, test_blk_fake_write_durable_unless_flush_negotiated);
+	tcase_add_test(t, test_blk_fake_head_in_flight_again_needs_reset);
+	tcase_add_test(t, test_blk_fake_reset_ends_requests_in_flight);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("console");

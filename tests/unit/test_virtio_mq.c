@@ -19,6 +19,7 @@
  */
 #include "virtio_helpers.h"
 
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio_blk.h"
 #include "devices/virtio/virtio_net.h"
 #include "devices/virtio/virtio_pci.h"
@@ -27,6 +28,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_blk.h>
 #include <linux/virtio_net.h>
@@ -78,7 +80,7 @@ static void blk_rig(unsigned queues, enum irq_mode mode)
 	struct virtio_host h = fake_host_make(&host, &rig.log);
 	disk_make();
 	struct err e = {0};
-	int ret = virtio_blk_init(&blk, path, true, false, queues, &e);
+	int ret = virtio_blk_init(&blk, disk_uring_open(path, true, false, &e), queues, &e);
 	unlink(path);
 	ck_assert_msg(ret == 0, "virtio_blk_init: %s", e.msg);
 	for (unsigned q = 0; q < queues; q++)
@@ -220,10 +222,12 @@ START_TEST(test_blk_bad_queue_counts_refused)
 	disk_make();
 	struct err e = {0};
 	struct virtio_blk b;
-	ck_assert_int_lt(virtio_blk_init(&b, path, true, false, 0, &e), 0);
+	ck_assert_int_lt(virtio_blk_init(&b, disk_uring_open(path, true, false, &e), 0, &e), 0);
 	ck_assert_ptr_nonnull(strstr(e.msg, "queues=0"));
 	virtio_blk_destroy(&b);
-	ck_assert_int_lt(virtio_blk_init(&b, path, true, false, VIRTIO_BLK_MAX_QUEUES + 1, &e), 0);
+	ck_assert_int_lt(virtio_blk_init(&b, disk_uring_open(path, true, false, &e),
+					 VIRTIO_BLK_MAX_QUEUES + 1, &e),
+			 0);
 	virtio_blk_destroy(&b);
 	unlink(path);
 }
@@ -289,8 +293,9 @@ static void blk_wait_cqes(unsigned q, unsigned n)
 {
 	struct io_uring_cqe *cqe;
 	struct __kernel_timespec limit = {.tv_sec = 10};
-	ck_assert_int_eq(io_uring_wait_cqes(&blk.queues[q].ring, &cqe, n, &limit, NULL), 0);
-	ck_assert_uint_eq(io_uring_cq_ready(&blk.queues[q].ring), n);
+	ck_assert_int_eq(
+	    io_uring_wait_cqes(disk_uring_ring(blk.queues[q].dq), &cqe, n, &limit, NULL), 0);
+	ck_assert_uint_eq(io_uring_cq_ready(disk_uring_ring(blk.queues[q].dq)), n);
 }
 
 START_TEST(test_batch_costs_one_interrupt)

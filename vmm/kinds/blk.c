@@ -1,10 +1,12 @@
-/* Registry entry: virtio-blk (devices/virtio/virtio_blk.h) on a raw file or block
- * device, `--disk PATH[,ro][,direct][,queues=N]`. */
+/* Registry entry: virtio-blk (devices/virtio/virtio_blk.h) on a raw file or
+ * block device through the io_uring disk backend
+ * (devices/backends/disk_uring.h), `--disk PATH[,ro][,direct][,queues=N]`. */
 #include "vmm/base/err.h"
 #include "vmm/base/stat.h"
 #include "vmm/host/event_loop.h"
 #include "vmm/kinds/virtio.h"
 
+#include "devices/backends/disk_uring.h"
 #include "devices/virtio/virtio_blk.h"
 
 #include <stddef.h>
@@ -55,7 +57,8 @@ static void *blk_create(const struct device_host *h, const struct device_spec *s
 		return NULL;
 	}
 	b->vi.host = h;
-	if (virtio_blk_init(&b->blk, p->path, p->readonly, p->direct, p->queues, e)) {
+	struct disk *disk = disk_uring_open(p->path, p->readonly, p->direct, e);
+	if (virtio_blk_init(&b->blk, disk, p->queues, e)) {
 		err_prefix(e, "--disk %s", p->path);
 		goto fail;
 	}
@@ -86,7 +89,7 @@ static void blk_print_stats(const struct vm_device *d, FILE *out)
 	fprintf(out,
 		"vmm: stats: %s %s: reads %llu writes %llu flushes %llu get-id %llu ioerr %llu "
 		"unsupported %llu bytes %llu bounced %llu\n",
-		d->name, b->blk.path, STAT(s->reads), STAT(s->writes), STAT(s->flushes),
+		d->name, b->blk.disk->name, STAT(s->reads), STAT(s->writes), STAT(s->flushes),
 		STAT(s->get_ids), STAT(s->ioerrs), STAT(s->unsupported), STAT(s->bytes),
 		STAT(s->bounced));
 }
