@@ -120,7 +120,7 @@ class StopCause:
 STOP_KINDS = ("reset", "poweroff", "init-syscall-panic", "panic", "emulation-failure", "triple-fault",
               "kvm-error", "timeout", "interrupted", "host", "seccomp", "guest-status",
               "guest-exit", "unknown")
-# The VMM's stop line names who ended the VM ("stop: KIND", vmm/host/exit_code.c):
+# The VMM's stop line names who ended the VM ("stop: KIND", vmm/machine/stop.c):
 # the kind comes from there, never from the exit code, which the guest
 # picks when it ends through the status port (12 is not seccomp then).
 VMM_STOP_KINDS = {"reset": "reset", "panic": "panic", "debug-exit": "guest-exit",

@@ -1,7 +1,8 @@
 /*
  * kvm_floor: the raw-KVM floor of interrupt delivery, with nothing but
  * <linux/kvm.h>. One VM with the in-kernel irqchip (LAPIC, IOAPIC, PIC),
- * one vCPU entered directly in long mode, and a tiny guest
+ * one vCPU entered directly in long mode (the VMM's own entry state,
+ * vmm/cpu/long_mode.c, itself only <linux/kvm.h>), and a tiny guest
  * (kvm_floor_guest.S) that runs the irqbench guest's measuring loop and
  * interrupt handler (guests/irqbench/irqbench.inc): `out ARM`, `sti; hlt`,
  * and a handler that is `out ACK`, the LAPIC EOI and iretq.
@@ -29,6 +30,8 @@
  * Exit codes: 0 done, 2 usage, 8 host problem (no /dev/kvm, a missing
  * capability, an ioctl failed), 4 the guest did something unexpected.
  */
+#include "vmm/cpu/long_mode.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -195,6 +198,17 @@ static void setup_guest(void)
 
 static void setup_vcpu(void)
 {
+	const struct long_mode_entry lm = {
+	    .rip = CODE_GPA + (uint64_t)(kvm_floor_guest_entry - kvm_floor_guest_start),
+	    .rsp = STACK_TOP,
+	    .cr3 = PML4_GPA,
+	    .gdt = GDT_GPA,
+	    .gdt_limit = 23,
+	    .idt = IDT_GPA,
+	    .idt_limit = 4095,
+	    .code_sel = 0x08,
+	    .data_sel = 0x10,
+	};
 	struct kvm_sregs s;
 	struct kvm_regs r;
 	int size = ioctl(f.kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
@@ -213,38 +227,12 @@ static void setup_vcpu(void)
 	xioctl(f.kvm, KVM_GET_SUPPORTED_CPUID, &cpuid, "KVM_GET_SUPPORTED_CPUID");
 	xioctl(f.vcpu, KVM_SET_CPUID2, &cpuid, "KVM_SET_CPUID2");
 
+	/* The VMM's long-mode entry over this program's GDT, IDT and page
+	 * tables; TR stays as KVM reset it (the guest never changes ring). */
 	xioctl(f.vcpu, KVM_GET_SREGS, &s, "KVM_GET_SREGS");
-	struct kvm_segment code = {.base = 0,
-				   .limit = 0xFFFFFFFF,
-				   .selector = 0x08,
-				   .type = 11,
-				   .present = 1,
-				   .dpl = 0,
-				   .db = 0,
-				   .s = 1,
-				   .l = 1,
-				   .g = 1};
-	struct kvm_segment data = code;
-	data.selector = 0x10;
-	data.type = 3;
-	data.l = 0;
-	data.db = 1;
-	s.cs = code;
-	s.ds = s.es = s.fs = s.gs = s.ss = data;
-	s.gdt.base = GDT_GPA;
-	s.gdt.limit = 23;
-	s.idt.base = IDT_GPA;
-	s.idt.limit = 4095;
-	s.cr3 = PML4_GPA;
-	s.cr4 = 0x20;			  /* PAE */
-	s.cr0 = 0x80000001 | 0x20 | 0x10; /* PG, PE, NE, ET */
-	s.efer = 0x500;			  /* LME, LMA */
+	long_mode_sregs(&s, &lm);
 	xioctl(f.vcpu, KVM_SET_SREGS, &s, "KVM_SET_SREGS");
-
-	memset(&r, 0, sizeof(r));
-	r.rip = CODE_GPA + (uint64_t)(kvm_floor_guest_entry - kvm_floor_guest_start);
-	r.rsp = STACK_TOP;
-	r.rflags = 0x2;
+	long_mode_regs(&r, &lm);
 	xioctl(f.vcpu, KVM_SET_REGS, &r, "KVM_SET_REGS");
 }
 

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&r, 0, sizeof(r));
 	memset(&e, 0, sizeof(e));
 	if (boot_load(&ram.m, &c, &r, &e) == 0) {
-		/* What a loaded image is given next (vm.c): a DTB in setup_data. */
+		/* What a loaded image is given next (vmm/machine/build.c): a DTB in setup_data. */
 		boot_add_setup_data(&ram.m, r.zero_page, 2 /* SETUP_DTB */, "dtb!", 4, &e);
 	}
 	free(copy);

@@ -1,6 +1,6 @@
 #include "helpers.h"
 
-#include "vmm/host/exit_code.h"
+#include "vmm/machine/stop.h"
 
 #include <check.h>
 #include <elf.h>

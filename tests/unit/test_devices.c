@@ -12,7 +12,7 @@
 #include "irq/irq.h"
 #include "vmm/base/clock.h"
 #include "vmm/base/err.h"
-#include "vmm/host/exit_code.h"
+#include "vmm/machine/stop.h"
 
 #include <check.h>
 #include <stdlib.h>

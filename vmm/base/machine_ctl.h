@@ -1,6 +1,6 @@
 /*
  * What a device may ask of the machine, without knowing `struct vm`: stop
- * for a reason (the machine picks the exit code, vmm/host/exit_code.h), write to
+ * for a reason (the machine picks the exit code, vmm/machine/stop.c), write to
  * the console. Tests pass recorders.
  */
 #ifndef VMM_BASE_MACHINE_CTL_H

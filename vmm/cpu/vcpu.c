@@ -7,6 +7,7 @@
 #include "vmm/boot/boot.h"
 #include "vmm/cpu/cpu_model.h"
 #include "vmm/cpu/kvm.h"
+#include "vmm/cpu/long_mode.h"
 #include "vmm/cpu/vcpu_diag.h"
 #include "vmm/cpu/vcpu_fallback.h"
 #include "vmm/host/seccomp.h"
@@ -161,44 +162,20 @@ int vcpu_create(const struct vcpu_env *env, struct vcpu *v, unsigned id, struct 
 
 int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t arg, bool pvh, struct err *e)
 {
+	/* boot.rst 64-bit protocol: long mode, paging, flat __BOOT_CS/__BOOT_DS. */
+	const struct long_mode_entry lm = {.rip = rip,
+					   .rsp = LAYOUT_BOOT_STACK,
+					   .cr3 = LAYOUT_PML4,
+					   .gdt = LAYOUT_GDT,
+					   .gdt_limit = BOOT_GDT_ENTRIES * 8 - 1,
+					   .code_sel = BOOT_CS,
+					   .data_sel = BOOT_DS,
+					   .tss_sel = BOOT_TSS};
 	struct kvm_sregs s;
 	struct kvm_regs r;
 	if (ioctl(v->fd, KVM_GET_SREGS, &s) < 0)
 		return err_set(e, ERR_HOST, "KVM_GET_SREGS failed: %s", strerror(errno));
-	/* boot.rst 64-bit protocol: long mode, paging, flat __BOOT_CS/__BOOT_DS. */
-	struct kvm_segment code = {.base = 0,
-				   .limit = 0xFFFFFFFF,
-				   .selector = BOOT_CS,
-				   .type = 0xB,
-				   .present = 1,
-				   .dpl = 0,
-				   .db = 0,
-				   .s = 1,
-				   .l = 1,
-				   .g = 1};
-	struct kvm_segment data = {.base = 0,
-				   .limit = 0xFFFFFFFF,
-				   .selector = BOOT_DS,
-				   .type = 0x3,
-				   .present = 1,
-				   .dpl = 0,
-				   .db = 1,
-				   .s = 1,
-				   .l = 0,
-				   .g = 1};
-	struct kvm_segment tss = {
-	    .base = 0, .limit = 0x67, .selector = BOOT_TSS, .type = 0xB, .present = 1, .s = 0};
-	s.cs = code;
-	s.ds = s.es = s.fs = s.gs = s.ss = data;
-	s.tr = tss;
-	s.gdt.base = LAYOUT_GDT;
-	s.gdt.limit = BOOT_GDT_ENTRIES * 8 - 1;
-	s.idt.base = 0;
-	s.idt.limit = 0;
-	s.cr0 = 0x80050033; /* PG WP AM NE ET MP PE */
-	s.cr3 = LAYOUT_PML4;
-	s.cr4 = 0x20;	/* PAE */
-	s.efer = 0x500; /* LME | LMA */
+	long_mode_sregs(&s, &lm);
 	if (pvh) {
 		/* The PVH start-info ABI (xen/include/public/arch-x86/hvm/
 		 * start_info.h, "x86 entry"): 32-bit protected mode, paging
@@ -214,14 +191,12 @@ int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t arg, bool pvh, st
 	}
 	if (ioctl(v->fd, KVM_SET_SREGS, &s) < 0)
 		return err_set(e, ERR_HOST, "KVM_SET_SREGS failed: %s", strerror(errno));
-	memset(&r, 0, sizeof(r));
-	r.rip = rip;
+	long_mode_regs(&r, &lm);
+	r.rbp = r.rsp;
 	if (pvh)
 		r.rbx = arg;
 	else
 		r.rsi = arg;
-	r.rsp = r.rbp = LAYOUT_BOOT_STACK;
-	r.rflags = 0x2; /* interrupts off */
 	if (ioctl(v->fd, KVM_SET_REGS, &r) < 0)
 		return err_set(e, ERR_HOST, "KVM_SET_REGS failed: %s", strerror(errno));
 	return 0;

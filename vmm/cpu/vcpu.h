@@ -71,8 +71,9 @@ struct vcpu {
 };
 
 int vcpu_create(const struct vcpu_env *env, struct vcpu *v, unsigned id, struct err *e);
-/* Registers for the boot CPU: at the 64-bit entry (RIP, RSI = zero page),
- * or with `pvh` at the PVH entry (32-bit, EBX = hvm_start_info). */
+/* Registers for the boot CPU: at the 64-bit entry (RIP, RSI = zero page;
+ * the long-mode state of vmm/cpu/long_mode.h over vmm/boot's GDT and page
+ * tables), or with `pvh` at the PVH entry (32-bit, EBX = hvm_start_info). */
 int vcpu_set_boot_state(struct vcpu *v, uint64_t rip, uint64_t arg, bool pvh, struct err *e);
 int vcpu_start(struct vcpu *v, struct err *e);
 /* Interrupts KVM_RUN (signal); the thread exits once the VM is stopping. */

@@ -1,7 +1,7 @@
 /*
  * What the guest is told about the machine, in one place: the MP table
  * (vmm/firmware/mptable.c) and the ACPI tables (vmm/firmware/acpi.c) are both written from
- * one struct machine_desc that vm.c fills once, so the two descriptions
+ * one struct machine_desc that vmm/machine/build.c fills once, so the two descriptions
  * cannot disagree about CPUs, the IOAPIC or a PCI slot's interrupt pin.
  * (The device tree, vmm/firmware/fdt.c, reads the same PCI bus and CPU count.)
  */

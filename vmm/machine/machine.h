@@ -1,8 +1,9 @@
 /*
  * The machine builder: what ./vmm and the harnesses build a machine with,
- * from one options struct (vmm/options/options.h). The machine itself (struct vm,
- * vmm/machine/vm.h) is private to vmm/machine/vm.c; everything else gets a narrow context
- * (struct vcpu_env, struct io_thread_env, struct device_host).
+ * from one options struct (vmm/options/options.h): built by vmm/machine/build.c,
+ * run by vmm/machine/run.c, stopped by vmm/machine/stop.c. The machine itself
+ * (struct vm, vmm/machine/vm.h) is private to those files; everything else gets a
+ * narrow context (struct vcpu_env, struct io_thread_env, struct device_host).
  */
 #ifndef VMM_MACHINE_H
 #define VMM_MACHINE_H

@@ -2,9 +2,14 @@
  * The machine: guest memory, KVM VM and vCPUs, buses, the interrupt door,
  * the legacy devices, and the main thread's event loop (console input,
  * signals, --timeout, stop requests). No global state: everything hangs
- * off one `struct vm`. Private to vmm/machine/vm.c (the machine assembly): the rest
- * of the tree builds a machine through vmm/machine/machine.h and knows only the
- * narrow contexts it is given.
+ * off one `struct vm`. Private to the machine's own files, which share
+ * it through the functions below:
+ *   vmm/machine/build.c    assembly and teardown (machine_create, machine_destroy)
+ *   vmm/machine/run.c      the main loop and its handlers (machine_run)
+ *   vmm/machine/stop.c     the one stop path: the stop recorded, the wind-down, the report
+ *   vmm/machine/outputs.c  the files the command line asks for
+ * The rest of the tree builds a machine through vmm/machine/machine.h and
+ * knows only the narrow contexts it is given.
  */
 #ifndef VMM_VM_H
 #define VMM_VM_H
@@ -35,6 +40,7 @@
 /* After "Kernel panic - not syncing", let the trace print, then stop. */
 #define VM_PANIC_GRACE_S 10
 
+struct err;
 struct vm;
 
 struct vm {
@@ -56,7 +62,6 @@ struct vm {
 	/* Where console input goes: the UART, or a device that took it. */
 	struct console_input console_input;
 
-	bool no_kvm;		  /* built for a harness (struct machine_backend) */
 	struct vcpu_env vcpu_env; /* what the vCPUs get of the machine */
 	struct vcpu vcpus[VM_MAX_VCPUS];
 	unsigned nvcpus;	/* the machine's (MP table, CPUID) */
@@ -87,5 +92,30 @@ struct vm {
 	unsigned nio_threads;
 	unsigned next_io_thread; /* round robin over the queue groups */
 };
+
+/* run.c: the main loop's timers, signals and panic watch (made before the
+ * devices), then what it serves of the devices (INTx resamples, console
+ * input). 0 or -1 with e set. */
+int vm_setup_loop(struct vm *vm, struct err *e);
+int vm_watch_devices(struct vm *vm, struct err *e);
+/* struct vcpu_env's first_run: stamps the first KVM_RUN (--boot-timer). */
+void vm_env_first_run(void *vm);
+
+/* stop.c: every stop request goes through these; the first one wins. */
+void vm_stop(struct vm *vm, enum machine_stop_reason reason, uint32_t value, const char *why);
+void vm_stop_timeout(struct vm *vm);
+void vm_stop_interrupted(struct vm *vm, const char *why); /* a signal, Ctrl-A x */
+/* What the devices, vCPUs and I/O threads stop the machine through. */
+struct machine_ctl vm_stop_ctl(struct vm *vm);
+bool vm_stopping(struct vm *vm);
+bool vm_env_stopping(void *vm); /* struct vcpu_env's stopping */
+/* Once the main loop has ended: stops the threads, restores the terminal,
+ * reports (the stop line, --stats, --boot-timer); the exit code. */
+int vm_wind_down(struct vm *vm);
+
+/* outputs.c: --console-log, --dump-dtb, --dump-acpi: the paths checked
+ * with the inputs, the files written once all is built. */
+int vm_check_outputs(const struct vm_options *o, struct err *e);
+int vm_write_outputs(struct vm *vm, struct err *e);
 
 #endif
