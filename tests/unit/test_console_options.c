@@ -435,40 +435,30 @@ START_TEST(test_options_typed_values)
 }
 END_TEST
 
-/* A wrong word lists every choice: machine options, device choices alike. */
-START_TEST(test_options_unknown_choice_lists_every_one)
-{
-	ck_assert_error_is(PARSE("--kernel", "k", "--boot", "pvhx"),
-			   "--boot pvhx: use one of auto, linux, pvh");
-	ck_assert_error_is(PARSE("--kernel", "k", "--irq-mode", "msi"),
-			   "--irq-mode msi: use one of msix, intx");
-	ck_assert_error_is(PARSE("--kernel", "k", "--host", "cloud"),
-			   "--host cloud: use one of auto, kvm, emulated");
-	ck_assert_error_is(PARSE("--kernel", "k", "--acpi", "maybe"),
-			   "--acpi maybe: use one of on, off");
-	ck_assert_error_is(PARSE("--kernel", "k", "--console", "vga"),
-			   "--console vga: use one of serial, virtio");
-	ck_assert_error_is(PARSE("--kernel", "k", "--device", "frob"),
-			   "--device frob: use one of testdev, irqbench");
-	ck_assert_error_is(PARSE("--kernel", "k", "--device", ""),
-			   "--device: needs a value, one of testdev, irqbench");
-}
-END_TEST
+/* One bad option and its one-line error: a wrong word lists every choice
+ * (machine options and device choices alike), a bad number names the range. */
+static const struct {
+	const char *opt, *value, *want;
+} bad_values[] = {
+    {"--boot", "pvhx", "--boot pvhx: use one of auto, linux, pvh"},
+    {"--irq-mode", "msi", "--irq-mode msi: use one of msix, intx"},
+    {"--host", "cloud", "--host cloud: use one of auto, kvm, emulated"},
+    {"--acpi", "maybe", "--acpi maybe: use one of on, off"},
+    {"--console", "vga", "--console vga: use one of serial, virtio"},
+    {"--device", "frob", "--device frob: use one of testdev, irqbench"},
+    {"--device", "", "--device: needs a value, one of testdev, irqbench"},
+    {"--cpus", "255", "--cpus 255: must be between 1 and 254"},
+    {"--io-threads", "17", "--io-threads 17: must be between 0 and 16"},
+    {"--memory", "1", "--memory 1: must be between 2 and 1048576"},
+    {"--timeout", "0", "--timeout 0: must be above 0 and at most 10000000"},
+    {"--disk", "d.img,queues=17", "--disk queues 17: must be between 1 and 16"},
+    {"--device", "testdev,vectors=0", "--device testdev vectors 0: must be between 1 and 2048"},
+};
 
-START_TEST(test_options_bad_range_names_the_range)
+START_TEST(test_options_bad_value_error)
 {
-	ck_assert_error_is(PARSE("--kernel", "k", "--cpus", "255"),
-			   "--cpus 255: must be between 1 and 254");
-	ck_assert_error_is(PARSE("--kernel", "k", "--io-threads", "17"),
-			   "--io-threads 17: must be between 0 and 16");
-	ck_assert_error_is(PARSE("--kernel", "k", "--memory", "1"),
-			   "--memory 1: must be between 2 and 1048576");
-	ck_assert_error_is(PARSE("--kernel", "k", "--timeout", "0"),
-			   "--timeout 0: must be above 0 and at most 10000000");
-	ck_assert_error_is(PARSE("--kernel", "k", "--disk", "d.img,queues=17"),
-			   "--disk queues 17: must be between 1 and 16");
-	ck_assert_error_is(PARSE("--kernel", "k", "--device", "testdev,vectors=0"),
-			   "--device testdev vectors 0: must be between 1 and 2048");
+	ck_assert_error_is(PARSE("--kernel", "k", bad_values[_i].opt, bad_values[_i].value),
+			   bad_values[_i].want);
 }
 END_TEST
 
@@ -580,8 +570,8 @@ static Suite *console_options_suite(void)
 	tcase_add_test(t, test_kernel_cmdline_no_default_uses_only_extra);
 	tcase_add_test(t, test_options_typed_defaults);
 	tcase_add_test(t, test_options_typed_values);
-	tcase_add_test(t, test_options_unknown_choice_lists_every_one);
-	tcase_add_test(t, test_options_bad_range_names_the_range);
+	tcase_add_loop_test(t, test_options_bad_value_error, 0,
+			    sizeof(bad_values) / sizeof(bad_values[0]));
 	tcase_add_test(t, test_options_vmm_host_environment);
 	tcase_add_test(t, test_options_devices_from_their_rows);
 	tcase_add_test(t, test_options_help_lists_every_row);
