@@ -18,7 +18,7 @@
  * (guest_exit(1), VMM exit 3).
  *
  * Keys: virtiotest.expect=msix|intx (default msix), virtiotest.devices=
- * LIST (comma-separated blk,rng,console,net: exactly these must be found;
+ * LIST (comma-separated blk,rng,console,net,fs: exactly these must be found;
  * default: test whatever is there, at least one), virtiotest.ro=1 (the
  * disk is read-only), virtiotest.sectors=N (the disk has exactly N
  * sectors of the host's pattern), virtiotest.queues=N (1 or 2: the disk's
@@ -43,8 +43,13 @@ struct virtiotest vt;
 
 static const char *const known_keys[] = {"virtiotest.expect", "virtiotest.devices", "virtiotest.ro",
 					 "virtiotest.sectors", "virtiotest.queues"};
-static const char *const type_names[] = {"", "net", "blk", "console", "rng"};
-#define NTYPES 5
+/* By virtio device ID (5.1 net, 5.2 blk, 5.3 console, 5.4 rng, 5.11 fs). */
+static const char *const type_names[] = {[VIRTIO_ID_NET] = "net",
+					 [VIRTIO_ID_BLOCK] = "blk",
+					 [VIRTIO_ID_CONSOLE] = "console",
+					 [VIRTIO_ID_RNG] = "rng",
+					 [VIRTIO_ID_FS] = "fs"};
+#define NTYPES (sizeof(type_names) / sizeof(type_names[0]))
 
 static struct pci_func funcs[MAX_FUNCS];
 
@@ -97,7 +102,7 @@ static bool parse_devices(const char *val, size_t len)
 			j++;
 		bool known = false;
 		for (unsigned t = 1; t < NTYPES; t++) {
-			if (j - i == strlen(type_names[t]) &&
+			if (type_names[t] && j - i == strlen(type_names[t]) &&
 			    !strncmp(val + i, type_names[t], j - i)) {
 				vt.want_types |= 1u << t;
 				known = true;
@@ -140,7 +145,7 @@ static void parse_cmdline(struct boot_params *bp)
 	}
 	if (cmdline_value(vt.cmdline, "virtiotest.devices", &val, &len))
 		check(parse_devices(val, len),
-		      "virtiotest.devices is a comma-separated list of blk, rng, console, net",
+		      "virtiotest.devices is a comma-separated list of blk, rng, console, net, fs",
 		      "\"%.*s\"", (int)len, val);
 	if (cmdline_value(vt.cmdline, "virtiotest.ro", &val, &len)) {
 		if (check(cmdline_parse_u64(val, len, &n) && n <= 1, "virtiotest.ro is 0 or 1",
@@ -203,11 +208,13 @@ static void find_devices(void)
 		     "Pin %u",
 		     f->slot, f->vendor, f->device, f->class_rev >> 8, f->class_rev & 0xFF,
 		     f->subsys_vendor, f->subsys_id, f->irq_line, f->irq_pin);
-		if (!check(type >= 1 && type < NTYPES && (f->class_rev & 0xFF) >= 1,
-			   "virtio function is a modern net/blk/console/rng device, revision >= 1 "
-			   "(4.1.2)",
-			   "00:%02x.0 device 0x%04x revision %u", f->slot, f->device,
-			   f->class_rev & 0xFF))
+		if (!check(
+			type >= 1 && type < NTYPES && type_names[type] &&
+			    (f->class_rev & 0xFF) >= 1,
+			"virtio function is a modern net/blk/console/rng/fs device, revision >= 1 "
+			"(4.1.2)",
+			"00:%02x.0 device 0x%04x revision %u", f->slot, f->device,
+			f->class_rev & 0xFF))
 			continue;
 		if (!check(vt.ndev < VT_MAX_DEVS, "at most 8 virtio devices", "00:%02x.0", f->slot))
 			continue;
@@ -292,6 +299,7 @@ static uint64_t user_main(void *arg)
 		case VIRTIO_ID_RNG: vt_rng(d); break;
 		case VIRTIO_ID_CONSOLE: vt_console(d); break;
 		case VIRTIO_ID_NET: vt_net(d); break;
+		case VIRTIO_ID_FS: vt_fs(d); break;
 		default: break;
 		}
 	}

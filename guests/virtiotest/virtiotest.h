@@ -124,5 +124,6 @@ void vt_blk(struct vt_dev *d);
 void vt_rng(struct vt_dev *d);
 void vt_console(struct vt_dev *d);
 void vt_net(struct vt_dev *d);
+void vt_fs(struct vt_dev *d);
 
 #endif

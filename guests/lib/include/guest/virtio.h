@@ -19,7 +19,13 @@
  * virtio device ID (5, "Device Types") and has revision ID 1 or more. */
 #define VIRTIO_PCI_VENDOR	 0x1AF4
 #define VIRTIO_PCI_MODERN_DEVICE 0x1040
-enum { VIRTIO_ID_NET = 1, VIRTIO_ID_BLOCK = 2, VIRTIO_ID_CONSOLE = 3, VIRTIO_ID_RNG = 4 };
+enum {
+	VIRTIO_ID_NET = 1,
+	VIRTIO_ID_BLOCK = 2,
+	VIRTIO_ID_CONSOLE = 3,
+	VIRTIO_ID_RNG = 4,
+	VIRTIO_ID_FS = 26
+};
 
 /* 2.1: device status bits. */
 #define VIRTIO_STATUS_ACKNOWLEDGE 0x01
