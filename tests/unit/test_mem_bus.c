@@ -6,6 +6,7 @@
 #include "helpers.h"
 
 #include "vmm/base/bus.h"
+#include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"
 
 #include <check.h>
@@ -155,6 +156,55 @@ START_TEST(test_exactly_3g_has_no_ram_above_4g)
 	ck_assert_ptr_null(guest_mem_ptr(&m, GUEST_4G, 1));
 	ck_assert_ptr_eq(guest_mem_ptr(&m, 3 * GiB - 1, 1), host + 3 * GiB - 1);
 	munmap(host, 3 * GiB);
+}
+END_TEST
+
+/* guest_mem_create's RAM is a memfd mapped shared: the regions it shares
+ * say where each lies in the fd, and a second mapping of the fd (what a
+ * vhost-user backend makes) sees the same bytes both ways. */
+START_TEST(test_created_ram_is_a_shared_memfd)
+{
+	struct guest_mem m;
+	struct guest_mem_share sh[GUEST_MEM_MAX_REGIONS];
+	struct err e = {0};
+	ck_assert_int_eq(guest_mem_create(&m, BIG_RAM, &e), 0);
+	ck_assert_int_ge(m.fd, 0);
+	ck_assert_int_eq(guest_mem_share(&m, sh, 1), 0); /* no room for both */
+	ck_assert_int_eq(guest_mem_share(&m, sh, GUEST_MEM_MAX_REGIONS), 2);
+	ck_assert_uint_eq(sh[0].gpa, 0);
+	ck_assert_uint_eq(sh[0].size, GUEST_MMIO_HOLE_START);
+	ck_assert_uint_eq(sh[0].offset, 0);
+	ck_assert_uint_eq(sh[0].host, (uintptr_t)m.base);
+	ck_assert_uint_eq(sh[1].gpa, GUEST_4G);
+	ck_assert_uint_eq(sh[1].size, 64 * MiB);
+	ck_assert_uint_eq(sh[1].offset, GUEST_MMIO_HOLE_START);
+	ck_assert_uint_eq(sh[1].host, (uintptr_t)m.base + GUEST_MMIO_HOLE_START);
+	ck_assert_int_eq(sh[0].fd, m.fd);
+	ck_assert_int_eq(sh[1].fd, m.fd);
+	uint8_t *other =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, (off_t)sh[1].offset);
+	ck_assert(other != MAP_FAILED);
+	uint32_t v = 0x5A5AA5A5;
+	ck_assert_int_eq(guest_mem_write(&m, GUEST_4G + 8, &v, 4), 0);
+	ck_assert_uint_eq(get32(other + 8), v);
+	put32(other + 16, 0x12345678);
+	ck_assert_int_eq(guest_mem_read(&m, GUEST_4G + 16, &v, 4), 0);
+	ck_assert_uint_eq(v, 0x12345678);
+	munmap(other, 4096);
+	guest_mem_destroy(&m);
+	ck_assert_int_eq(m.fd, -1);
+}
+END_TEST
+
+/* Memory a caller provides has no fd: nothing to share. */
+START_TEST(test_caller_memory_is_not_shared)
+{
+	static uint8_t buf[64 * 1024];
+	struct guest_mem m;
+	struct guest_mem_share sh[GUEST_MEM_MAX_REGIONS];
+	guest_mem_init_with(&m, buf, sizeof(buf));
+	ck_assert_int_eq(m.fd, -1);
+	ck_assert_int_eq(guest_mem_share(&m, sh, GUEST_MEM_MAX_REGIONS), 0);
 }
 END_TEST
 
@@ -375,6 +425,8 @@ static Suite *mem_bus_suite(void)
 	tcase_add_test(t, test_mmio_hole_between_3g_and_4g_is_not_ram);
 	tcase_add_test(t, test_ram_above_4g_follows_low_ram_in_host_buffer);
 	tcase_add_test(t, test_exactly_3g_has_no_ram_above_4g);
+	tcase_add_test(t, test_created_ram_is_a_shared_memfd);
+	tcase_add_test(t, test_caller_memory_is_not_shared);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("bus");

@@ -30,10 +30,25 @@ struct guest_mem {
 	uint64_t ram_size; /* total bytes of RAM */
 	uint8_t *base;	   /* host mapping of all RAM, contiguous */
 	bool owned;	   /* base was mmap()ed by guest_mem_create */
+	/* A memfd that `base` maps whole from offset 0 (MAP_SHARED), so that
+	 * another process (a vhost-user backend) can map guest RAM; -1 when
+	 * RAM is private anonymous memory. Owned with base. */
+	int fd;
 };
 
-/* Maps `ram_size` bytes of anonymous memory and lays it out below the hole
- * and above 4 GiB. */
+/* Where one RAM region lies: what a vhost-user SET_MEM_TABLE entry needs. */
+struct guest_mem_share {
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t host;	 /* the VMM's address of gpa */
+	uint64_t offset; /* of gpa in fd */
+	int fd;
+};
+
+/* Maps `ram_size` bytes of RAM and lays it out below the hole and above
+ * 4 GiB. RAM is a memfd ("guest-ram") mapped shared, so that it can be
+ * handed to another process; where memfd_create is refused it is private
+ * anonymous memory (fd -1), which only in-process devices can use. */
 int guest_mem_create(struct guest_mem *m, uint64_t ram_size, struct err *e);
 /* Same layout over caller-provided memory (unit tests, fake guests). */
 void guest_mem_init_with(struct guest_mem *m, void *host, uint64_t ram_size);
@@ -44,6 +59,9 @@ void *guest_mem_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len);
 bool guest_mem_is_ram(const struct guest_mem *m, uint64_t gpa, uint64_t len);
 int guest_mem_read(const struct guest_mem *m, uint64_t gpa, void *buf, uint64_t len);
 int guest_mem_write(const struct guest_mem *m, uint64_t gpa, const void *buf, uint64_t len);
+/* Fills out[0..nregions-1] (up to `max`) with the RAM regions and the
+ * memfd behind them; how many, or 0 when RAM cannot be shared (no fd). */
+int guest_mem_share(const struct guest_mem *m, struct guest_mem_share *out, int max);
 /* Highest RAM address below the MMIO hole, +1. */
 uint64_t guest_mem_low_end(const struct guest_mem *m);
 

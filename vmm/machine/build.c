@@ -388,8 +388,12 @@ static int vm_build(struct vm *vm, const struct machine_backend *backend, struct
 {
 	const struct vm_options *o = vm->opts;
 	/* Inputs first: a bad kernel is exit 2 even where KVM is missing. */
-	if (vm_check_outputs(o, e) || guest_mem_create(&vm->mem, o->memory_mib << 20, e) ||
-	    vm_load_guest(vm, e))
+	if (vm_check_outputs(o, e) || guest_mem_create(&vm->mem, o->memory_mib << 20, e))
+		return -1;
+	if (vm->mem.fd < 0)
+		log_debug(&vm->log, "guest RAM is private memory (no memfd): no vhost-user device "
+				    "can map it");
+	if (vm_load_guest(vm, e))
 		return -1;
 	/* The one place a harness's machine differs from ./vmm's: no KVM,
 	 * so no vCPU, no filter and no output file; it dispatches exits on
