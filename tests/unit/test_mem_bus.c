@@ -167,7 +167,7 @@ START_TEST(test_created_ram_is_a_shared_memfd)
 	struct guest_mem m;
 	struct guest_mem_share sh[GUEST_MEM_MAX_REGIONS];
 	struct err e = {0};
-	ck_assert_int_eq(guest_mem_create(&m, BIG_RAM, &e), 0);
+	ck_assert_int_eq(guest_mem_create(&m, BIG_RAM, true, &e), 0);
 	ck_assert_int_ge(m.fd, 0);
 	ck_assert_int_eq(guest_mem_share(&m, sh, 1), 0); /* no room for both */
 	ck_assert_int_eq(guest_mem_share(&m, sh, GUEST_MEM_MAX_REGIONS), 2);

@@ -299,7 +299,7 @@ START_TEST(full_setup)
 	struct guest_mem_share sh[GUEST_MEM_MAX_REGIONS];
 	struct vhost_user_region r[GUEST_MEM_MAX_REGIONS];
 	/* Above the MMIO hole: two regions, the second at an fd offset. */
-	ck_assert_int_eq(guest_mem_create(&gm, 4 * GiB, &e), 0);
+	ck_assert_int_eq(guest_mem_create(&gm, 4 * GiB, true, &e), 0);
 	ck_assert_int_ge(gm.fd, 0);
 	ck_assert_int_eq(guest_mem_share(&gm, sh, GUEST_MEM_MAX_REGIONS), 2);
 	for (int i = 0; i < 2; i++) {

@@ -104,7 +104,7 @@ int main(void)
 	mkdir(share, 0755);
 	vhost_user_init(&vu, -1, 5000);
 	pid_t pid = start_virtiofsd(share, sock);
-	int rc = guest_mem_create(&m, 64 << 20, &e) ||
+	int rc = guest_mem_create(&m, 64 << 20, true, &e) ||
 		 vhost_user_connect_path(&vu, sock, 5000, &e) || run(&vu, &m, &e);
 	vhost_user_close(&vu);
 	/* The backend exits when its frontend goes away. */

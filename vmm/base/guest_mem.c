@@ -48,13 +48,13 @@ static int guest_mem_map_memfd(uint64_t size, void **p)
 	return fd;
 }
 
-int guest_mem_create(struct guest_mem *m, uint64_t ram_size, struct err *e)
+int guest_mem_create(struct guest_mem *m, uint64_t ram_size, bool shared, struct err *e)
 {
 	void *p = MAP_FAILED;
 	if (ram_size == 0 || ram_size > (1ULL << 46))
 		return err_set(e, ERR_INPUT, "guest memory size %llu bytes is out of range",
 			       (unsigned long long)ram_size);
-	int fd = guest_mem_map_memfd(ram_size, &p);
+	int fd = shared ? guest_mem_map_memfd(ram_size, &p) : -1;
 	/* Where the host refuses memfds (old kernel, a sandbox) or a memfd
 	 * that size, private memory still runs every in-process device. */
 	if (fd < 0)

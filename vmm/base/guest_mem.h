@@ -46,10 +46,13 @@ struct guest_mem_share {
 };
 
 /* Maps `ram_size` bytes of RAM and lays it out below the hole and above
- * 4 GiB. RAM is a memfd ("guest-ram") mapped shared, so that it can be
- * handed to another process; where memfd_create is refused it is private
- * anonymous memory (fd -1), which only in-process devices can use. */
-int guest_mem_create(struct guest_mem *m, uint64_t ram_size, struct err *e);
+ * 4 GiB. `shared` (a vhost-user device will map it): a memfd ("guest-ram")
+ * mapped shared, so that it can be handed to another process; else, or
+ * where memfd_create is refused, private anonymous memory (fd -1), which
+ * only in-process devices can use. Private is the default because
+ * transparent huge pages back shmem only where shmem_enabled allows it
+ * (often "never"), and anonymous memory wherever MADV_HUGEPAGE is honoured. */
+int guest_mem_create(struct guest_mem *m, uint64_t ram_size, bool shared, struct err *e);
 /* Same layout over caller-provided memory (unit tests, fake guests). */
 void guest_mem_init_with(struct guest_mem *m, void *host, uint64_t ram_size);
 void guest_mem_destroy(struct guest_mem *m);

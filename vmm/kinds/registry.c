@@ -73,6 +73,14 @@ int devices_create(struct machine_devices *md, const struct device_host *h,
 	return 0;
 }
 
+bool devices_share_ram(const struct vm_options *o)
+{
+	for (unsigned i = 0; i < o->ndevices; i++)
+		if (device_kind_of(o->devices[i].kind)->shares_ram)
+			return true;
+	return false;
+}
+
 void devices_destroy(struct machine_devices *md)
 {
 	for (unsigned i = 0; i < md->n; i++)

@@ -52,6 +52,9 @@ struct device_kind {
 	/* The guest stopped (after a run, not after a failed set-up): write
 	 * what the run produced. May be NULL. */
 	void (*run_ended)(const struct vm_device *d, struct log *log);
+	/* Another process serves its queues and maps guest RAM (vhost-user):
+	 * the machine's RAM must then be a shareable memfd. */
+	bool shares_ram;
 };
 
 /* A kind's parameter struct fits in a spec (file scope, next to the kind). */
@@ -80,6 +83,8 @@ struct machine_devices {
 int devices_create(struct machine_devices *md, const struct device_host *h,
 		   const struct vm_options *o, struct err *e);
 void devices_destroy(struct machine_devices *md);
+/* Whether a device of `o` needs guest RAM another process can map. */
+bool devices_share_ram(const struct vm_options *o);
 void devices_print_stats(const struct machine_devices *md, FILE *out);
 int devices_built(const struct machine_devices *md, struct err *e);
 void devices_run_ended(const struct machine_devices *md, struct log *log);

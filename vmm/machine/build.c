@@ -388,9 +388,10 @@ static int vm_build(struct vm *vm, const struct machine_backend *backend, struct
 {
 	const struct vm_options *o = vm->opts;
 	/* Inputs first: a bad kernel is exit 2 even where KVM is missing. */
-	if (vm_check_outputs(o, e) || guest_mem_create(&vm->mem, o->memory_mib << 20, e))
+	bool shared = devices_share_ram(o);
+	if (vm_check_outputs(o, e) || guest_mem_create(&vm->mem, o->memory_mib << 20, shared, e))
 		return -1;
-	if (vm->mem.fd < 0)
+	if (shared && vm->mem.fd < 0)
 		log_debug(&vm->log, "guest RAM is private memory (no memfd): no vhost-user device "
 				    "can map it");
 	if (vm_load_guest(vm, e))
