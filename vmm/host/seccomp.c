@@ -22,13 +22,40 @@
 
 /* What every thread does after set-up: I/O on its descriptors, memory for
  * malloc (never executable), locks, signals of its own, eventfds and
- * timers the interrupt door and devices use, io_uring, its own exit. */
+ * timers the interrupt door and devices use, io_uring, its own exit, and
+ * a vhost-user device's messages to its backend on the socket set up
+ * before the filters (sendmsg/recvmsg with descriptors, each wait bounded
+ * by poll), from whichever thread the driver's status write runs on. */
 static const char *const common_calls[] = {
-    "read",  "write",	   "readv",	      "writev",		"pread64",
-    "lseek", "close",	   "futex",	      "madvise",	"munmap",
-    "brk",   "mremap",	   "rt_sigprocmask",  "rt_sigreturn",	"sched_yield",
-    "exit",  "exit_group", "gettid",	      "getpid",		"clock_gettime",
-    "fstat", "eventfd2",   "timerfd_settime", "io_uring_enter", "restart_syscall",
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "pread64",
+    "lseek",
+    "close",
+    "futex",
+    "madvise",
+    "munmap",
+    "brk",
+    "mremap",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "sched_yield",
+    "exit",
+    "exit_group",
+    "gettid",
+    "getpid",
+    "clock_gettime",
+    "fstat",
+    "eventfd2",
+    "timerfd_settime",
+    "io_uring_enter",
+    "restart_syscall",
+    "sendmsg",
+    "recvmsg",
+    "poll",
+    "ppoll",
     NULL,
 };
 
@@ -36,8 +63,10 @@ static const char *const common_calls[] = {
 static const char *const vcpu_calls[] = {"rt_sigtimedwait", NULL};
 
 /* The main thread and the I/O threads: the event loops, the rng's
- * entropy, kicking vCPUs. */
-static const char *const io_calls[] = {"epoll_wait", "epoll_pwait", "epoll_ctl", "getrandom", NULL};
+ * entropy, kicking vCPUs, stopping a device's helper process (virtiofsd)
+ * through the pidfd the VMM holds. */
+static const char *const io_calls[] = {"epoll_wait", "epoll_pwait",	  "epoll_ctl",
+				       "getrandom",  "pidfd_send_signal", NULL};
 
 /* ioctl requests, per kind. The door's (lines, MSIs, routes, irqfds),
  * ioeventfds (a BAR moved) and a multiqueue tap's queue attach/detach
