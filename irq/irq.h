@@ -56,6 +56,9 @@ struct irq_sink_ops {
 	int (*set_routes)(void *ctx, const struct irq_route *routes, unsigned n);
 	/* Registers `fd` as an irqfd for gsi; resample_fd >= 0 for level pins. */
 	int (*irqfd_assign)(void *ctx, int fd, uint32_t gsi, int resample_fd);
+	/* Undoes irqfd_assign of `fd` on gsi (KVM_IRQFD_FLAG_DEASSIGN). May be
+	 * NULL: then no fd is ever bound by irq_msi_bind_fd. */
+	int (*irqfd_deassign)(void *ctx, int fd, uint32_t gsi);
 };
 
 struct irq_counters {
@@ -116,11 +119,13 @@ struct irq_msi_vector {
 	bool pending; /* fired while masked; delivered on unmask (PBA bit) */
 	uint32_t gsi; /* irqfd delivery: its route, 0 = none yet */
 	int eventfd;
-	bool installed;		/* route in KVM's table is (inst_addr, inst_data) */
-	bool staged;		/* its route changed in the open batch */
-	bool irqfd_unassigned;	/* its eventfd is new: KVM_IRQFD at the commit */
-	bool deliver_at_commit; /* unmasked while pending, in the open batch */
-	bool route_refused;	/* KVM refused it once: said so, now SIGNAL_MSI */
+	bool installed;		    /* route in KVM's table is (inst_addr, inst_data) */
+	bool staged;		    /* its route changed in the open batch */
+	bool irqfd_unassigned;	    /* its eventfd is new: KVM_IRQFD at the commit */
+	bool deliver_at_commit;	    /* unmasked while pending, in the open batch */
+	bool route_refused;	    /* KVM refused it once: said so, now SIGNAL_MSI */
+	unsigned bound_fds;	    /* other processes' eventfds bound to its GSI */
+	atomic_uint_fast64_t binds; /* irq_msi_bind_fd successes (--stats) */
 	uint64_t inst_addr;
 	uint32_t inst_data;
 	struct irq_counters stats;
@@ -190,6 +195,24 @@ void irq_routes_commit(struct irq_router *r);
 /* The device raises the vector: delivered, or latched while masked. */
 void irq_msi_fire(struct irq_msi_vector *v);
 bool irq_msi_pending(struct irq_msi_vector *v);
+/*
+ * An eventfd another process writes (a vhost-user backend's call fd)
+ * delivered by KVM alone: KVM_IRQFD of `fd` on v's GSI, so a write
+ * reaches the guest with no hop through the VMM. Only while that is
+ * exactly what irq_msi_fire() would do: irqfd delivery, v unmasked (entry,
+ * function and enable), its route in KVM's table with v's current address
+ * and data. Else -EAGAIN, and the caller watches fd and fires v itself.
+ * KVM does not look at the mask once the fd is bound, so the owner of fd
+ * must unbind it before (or as) v is masked, then read what raced the
+ * unbind and fire v with it: it then pends (PCI 3.0 6.8.2.9).
+ */
+int irq_msi_bind_fd(struct irq_msi_vector *v, int fd);
+/* Whether irq_msi_bind_fd would bind now (an fd bound while this holds
+ * may stay bound). */
+bool irq_msi_fd_bindable(struct irq_msi_vector *v);
+/* Undoes irq_msi_bind_fd (KVM_IRQFD deassign); a write after it stays in
+ * the fd's counter. 0 or -errno. */
+int irq_msi_unbind_fd(struct irq_msi_vector *v, int fd);
 /* Builds the full routing table into `out` (capacity IRQ_MAX_ROUTES). */
 unsigned irq_routes_build(struct irq_router *r, struct irq_route *out);
 

@@ -58,9 +58,17 @@ static int irq_kvm_irqfd_assign(void *ctx, int fd, uint32_t gsi, int resample_fd
 	return ioctl(s->vm_fd, KVM_IRQFD, &irqfd) < 0 ? -errno : 0;
 }
 
+static int irq_kvm_irqfd_deassign(void *ctx, int fd, uint32_t gsi)
+{
+	struct irq_kvm_sink *s = ctx;
+	struct kvm_irqfd irqfd = {.fd = (uint32_t)fd, .gsi = gsi, .flags = KVM_IRQFD_FLAG_DEASSIGN};
+	return ioctl(s->vm_fd, KVM_IRQFD, &irqfd) < 0 ? -errno : 0;
+}
+
 const struct irq_sink_ops irq_kvm_sink_ops = {
     .set_line = irq_kvm_set_line,
     .signal_msi = irq_kvm_signal_msi,
     .set_routes = irq_kvm_set_routes,
     .irqfd_assign = irq_kvm_irqfd_assign,
+    .irqfd_deassign = irq_kvm_irqfd_deassign,
 };

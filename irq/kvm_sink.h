@@ -1,7 +1,7 @@
 /* The KVM side of the door, the only file in irq/ that calls KVM: lines
  * (KVM_IRQ_LINE), MSIs (KVM_SIGNAL_MSI), the GSI routing table
- * (KVM_SET_GSI_ROUTING) and irqfds with or without resample (KVM_IRQFD),
- * all on the VM fd. */
+ * (KVM_SET_GSI_ROUTING) and irqfds with or without resample, assigned and
+ * deassigned (KVM_IRQFD), all on the VM fd. */
 #ifndef IRQ_KVM_SINK_H
 #define IRQ_KVM_SINK_H
 

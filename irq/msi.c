@@ -262,3 +262,50 @@ bool irq_msi_pending(struct irq_msi_vector *v)
 	lock_release(&v->router->lock);
 	return p;
 }
+
+/* Lock held: what irq_msi_fire() would do now is one write to v's GSI. */
+static bool msi_fd_bindable(const struct irq_msi_vector *v)
+{
+	const struct irq_router *r = v->router;
+	return r->msi_mode == IRQ_MSI_IRQFD && !v->masked && v->gsi && v->installed &&
+	       v->inst_addr == v->addr && v->inst_data == v->data && msi_address_valid(v->addr);
+}
+
+bool irq_msi_fd_bindable(struct irq_msi_vector *v)
+{
+	lock_take(&v->router->lock);
+	bool ok = msi_fd_bindable(v);
+	lock_release(&v->router->lock);
+	return ok;
+}
+
+int irq_msi_bind_fd(struct irq_msi_vector *v, int fd)
+{
+	struct irq_router *r = v->router;
+	int ret = -EAGAIN;
+	lock_take(&r->lock);
+	if (fd >= 0 && r->ops->irqfd_assign && r->ops->irqfd_deassign && msi_fd_bindable(v))
+		ret = r->ops->irqfd_assign(r->ctx, fd, v->gsi, -1);
+	if (ret == 0) {
+		v->bound_fds++;
+		atomic_fetch_add(&v->binds, 1);
+	} else if (ret != -EAGAIN) {
+		atomic_fetch_add(&v->stats.errors, 1);
+	}
+	lock_release(&r->lock);
+	return ret;
+}
+
+int irq_msi_unbind_fd(struct irq_msi_vector *v, int fd)
+{
+	struct irq_router *r = v->router;
+	lock_take(&r->lock);
+	/* The GSI never changes once given, so it is the one bound. */
+	int ret = r->ops->irqfd_deassign ? r->ops->irqfd_deassign(r->ctx, fd, v->gsi) : -ENOSYS;
+	if (ret < 0)
+		atomic_fetch_add(&v->stats.errors, 1);
+	if (v->bound_fds)
+		v->bound_fds--;
+	lock_release(&r->lock);
+	return ret;
+}

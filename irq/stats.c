@@ -29,13 +29,19 @@ void irq_print_stats(struct irq_router *r, FILE *out)
 	}
 	for (unsigned i = 0; i < r->nvectors; i++) {
 		struct irq_msi_vector *v = r->vectors[i];
-		if (!STAT(v->stats.asserts) && !STAT(v->stats.pended) && !STAT(v->stats.errors))
+		if (!STAT(v->stats.asserts) && !STAT(v->stats.pended) && !STAT(v->stats.errors) &&
+		    !STAT(v->binds))
 			continue;
+		/* A bound fd's deliveries are KVM's alone: the VMM sees the binds. */
+		char bound[64] = "";
+		if (STAT(v->binds))
+			snprintf(bound, sizeof(bound), " irqfd-binds %llu (bound now %u)",
+				 STAT(v->binds), v->bound_fds);
 		fprintf(out,
 			"vmm: stats: MSI %-24s delivered %llu pended %llu coalesced %llu "
-			"errors %llu%s\n",
+			"errors %llu%s%s\n",
 			v->name, STAT(v->stats.asserts), STAT(v->stats.pended),
-			STAT(v->stats.coalesced), STAT(v->stats.errors),
+			STAT(v->stats.coalesced), STAT(v->stats.errors), bound,
 			r->msi_mode == IRQ_MSI_IRQFD && !v->installed
 			    ? " (no route: KVM_SIGNAL_MSI)"
 			    : "");

@@ -121,7 +121,8 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 	bool intx = m->dev->intx_level;
 	lock_release(&m->dev->lock);
 	bool enabled = ctrl & PCI_MSIX_FLAGS_ENABLE, fmask = ctrl & PCI_MSIX_FLAGS_MASKALL;
-	if (enabled != m->enabled || fmask != m->function_masked) {
+	bool change = enabled != m->enabled || fmask != m->function_masked;
+	if (change) {
 		m->enabled = enabled;
 		m->function_masked = fmask;
 		/* Every vector may change: one routing table for all of them. */
@@ -134,6 +135,34 @@ void msix_config_written(struct msix *m, unsigned off, unsigned len)
 	/* While MSI-X is enabled the function may not use INTx (6.8.2). */
 	if (enabled && intx)
 		pci_device_set_intx(m->dev, false);
+	if (change && m->changed)
+		m->changed(m->changed_opaque, MSIX_ALL_VECTORS);
+}
+
+void msix_listen(struct msix *m, void (*changed)(void *opaque, unsigned n), void *opaque)
+{
+	m->changed = changed;
+	m->changed_opaque = opaque;
+}
+
+int msix_bind_fd(struct msix *m, unsigned n, int fd)
+{
+	lock_take(&m->lock);
+	bool enabled = m->enabled;
+	lock_release(&m->lock);
+	/* The door's mask covers enable and the function mask as well; the
+	 * early answer only spares it a lock. */
+	return enabled && n < m->nvectors ? irq_msi_bind_fd(m->vectors[n], fd) : -EAGAIN;
+}
+
+bool msix_fd_bindable(struct msix *m, unsigned n)
+{
+	return n < m->nvectors && irq_msi_fd_bindable(m->vectors[n]);
+}
+
+int msix_unbind_fd(struct msix *m, unsigned n, int fd)
+{
+	return n < m->nvectors ? irq_msi_unbind_fd(m->vectors[n], fd) : -EINVAL;
 }
 
 /* MSI-X on: vector n, or nothing beyond the table. */
@@ -234,4 +263,6 @@ static void msix_bar_write(void *opaque, uint64_t off, const void *data, unsigne
 	msix_sync_vector_locked(m, dw / 4);
 	irq_routes_commit(m->irq);
 	lock_release(&m->lock);
+	if (m->changed)
+		m->changed(m->changed_opaque, dw / 4);
 }

@@ -45,7 +45,13 @@ struct msix {
 	uint32_t *table;      /* nvectors * 4 dwords */
 	struct irq_msi_vector **vectors;
 	bool enabled, function_masked;
+	/* Told after a guest access changed what a vector does (msix_listen). */
+	void (*changed)(void *opaque, unsigned n);
+	void *changed_opaque;
 };
+
+/* changed(opaque, n) for every vector a guest access touched. */
+#define MSIX_ALL_VECTORS 0xFFFFFFFFu
 
 /* Bytes of BAR space the table and PBA need, page-aligned each. */
 uint64_t msix_bar_bytes(unsigned nvectors);
@@ -67,6 +73,26 @@ int msix_init(struct msix *m, struct pci_device *d, struct irq_router *irq, enum
 void msix_destroy(struct msix *m);
 /* The device's config_written hook calls this. */
 void msix_config_written(struct msix *m, unsigned off, unsigned len);
+
+/*
+ * `changed(opaque, n)` after each guest access that may change what vector
+ * n does (its entry written: address, data, mask) or, with
+ * MSIX_ALL_VECTORS, every vector (MSI-X enable or the function mask). It
+ * runs on the accessing vCPU's thread with no lock held, after the door
+ * has the new state and has sent what unmasking made due, and before the
+ * access returns to the guest: so a device that bound an fd to a vector
+ * (msix_bind_fd) unbinds it before the guest can see the masking write
+ * complete.
+ */
+void msix_listen(struct msix *m, void (*changed)(void *opaque, unsigned n), void *opaque);
+/* irq_msi_bind_fd/unbind_fd of vector n (irq/irq.h): a write of `fd` is
+ * vector n's message, sent by KVM alone. -EAGAIN when that cannot be now
+ * (MSI-X off, n beyond the table, masked, no route, KVM_SIGNAL_MSI
+ * delivery): the device then watches fd and calls msix_raise(). */
+int msix_bind_fd(struct msix *m, unsigned n, int fd);
+int msix_unbind_fd(struct msix *m, unsigned n, int fd);
+/* Whether msix_bind_fd(m, n, ...) would bind now. */
+bool msix_fd_bindable(struct msix *m, unsigned n);
 
 /* How msix_raise() sent an interrupt. */
 enum msix_sent {

@@ -23,6 +23,25 @@
 
 struct virtio_dev;
 
+/* One queue of a device whose queues another process serves
+ * (virtio_dev_ops.external_queues), as the driver set it up: the size and
+ * addresses passed virtq_init's checks at queue_enable. */
+struct virtio_queue_info {
+	unsigned index;
+	uint16_t size;
+	uint64_t desc, driver, device; /* guest-physical */
+	int kick_fd; /* its notify ioeventfd: the backend reads it, the VMM never */
+	int call_fd; /* the backend writes it: the queue's interrupt (4.1.5.4) */
+};
+
+/* What such a device is given at DRIVER_OK: every enabled queue, and the
+ * call fd whose write is a configuration change notification (4.1.5.3). */
+struct virtio_external_start {
+	struct virtio_queue_info q[VIRTIO_MAX_QUEUES];
+	unsigned nq;
+	int config_call_fd;
+};
+
 /*
  * Locking (DESIGN.md "Locks"): the transport has a configuration lock and
  * one lock per queue, taken in that order, each once on a path.
@@ -51,6 +70,23 @@ struct virtio_dev_ops {
 	void (*activate)(struct virtio_dev *d);
 	/* Device reset: drop everything in flight. */
 	void (*reset)(struct virtio_dev *d);
+	/*
+	 * Queues served by another process (a vhost-user backend): the
+	 * transport keeps the configuration and the interrupts but never
+	 * serves a queue. It neither watches nor reads the notify eventfds
+	 * (they are the backend's kick fds) and calls no queue_notify or
+	 * activate; it owns one call eventfd per queue and one for the
+	 * configuration, and turns their writes into the guest's interrupts
+	 * (bound to the vector as a KVM irqfd where it can be).
+	 */
+	bool external_queues;
+	/* external_queues, under the configuration lock and every queue's:
+	 * DRIVER_OK was set. 0, or -errno (undone): then NEEDS_RESET. */
+	int (*start)(struct virtio_dev *d, const struct virtio_external_start *s);
+	/* external_queues, same locks: once after each start that returned 0,
+	 * at reset or teardown: the backend stops using the rings (the device
+	 * asks it for each queue's state, GET_VRING_BASE). */
+	void (*stop)(struct virtio_dev *d);
 };
 
 struct virtio_transport;
@@ -71,8 +107,8 @@ struct virtio_transport_ops {
 	 * one. */
 	void (*queue_used)(struct virtio_transport *t, unsigned q);
 	/* The driver (or a host backend) broke the device: NEEDS_RESET, and a
-	 * config interrupt. Callable under the configuration lock or a queue
-	 * lock. */
+	 * config interrupt (2.1.2). Callable under the configuration lock, a
+	 * queue lock or none (a backend that died, seen on a loop). */
 	void (*needs_reset)(struct virtio_transport *t, const char *why);
 	/* q locked: DRIVER_OK set, NEEDS_RESET clear and q enabled, so the
 	 * device may use q's buffers (3.1.1). Paths not started by a notify

@@ -1,5 +1,6 @@
 #include "devices/virtio/virtio_pci.h"
 
+#include "devices/virtio/virtio_pci_call.h"
 #include "vmm/base/log.h"
 
 #include <errno.h>
@@ -102,6 +103,21 @@ static unsigned vp_interrupt(struct virtio_pci *vp, uint16_t vec, uint8_t isr_bi
 	return how;
 }
 
+void vp_raise_queue_locked(struct virtio_pci *vp, struct virtio_pci_queue *pq)
+{
+	lock_assert_held(&pq->lock);
+	unsigned how = vp_interrupt(vp, pq->msix_vector, VIRTIO_PCI_ISR_QUEUE);
+	if (how != VIRTIO_PCI_LAST_NONE) {
+		atomic_fetch_add(&pq->interrupts, 1);
+		atomic_store(&pq->last_vector, how);
+	}
+}
+
+void vp_raise_config(struct virtio_pci *vp)
+{
+	vp_interrupt(vp, atomic_load(&vp->msix_config), VIRTIO_PCI_ISR_CONFIG);
+}
+
 /* Queue q locked. */
 static void vp_queue_used_locked(struct virtio_transport *t, unsigned q)
 {
@@ -113,13 +129,8 @@ static void vp_queue_used_locked(struct virtio_transport *t, unsigned q)
 	struct virtq *vq = &vp->dev->vqs[q];
 	atomic_fetch_add(&pq->requests, (uint16_t)(vq->used_idx - pq->used_counted));
 	pq->used_counted = vq->used_idx;
-	if (virtq_should_notify(vq)) {
-		unsigned how = vp_interrupt(vp, pq->msix_vector, VIRTIO_PCI_ISR_QUEUE);
-		if (how != VIRTIO_PCI_LAST_NONE) {
-			atomic_fetch_add(&pq->interrupts, 1);
-			atomic_store(&pq->last_vector, how);
-		}
-	}
+	if (virtq_should_notify(vq))
+		vp_raise_queue_locked(vp, pq);
 }
 
 /* 2.1.2: a device that cannot go on sets NEEDS_RESET and, once DRIVER_OK
@@ -136,7 +147,7 @@ static void vp_needs_reset(struct virtio_transport *t, const char *why)
 	atomic_fetch_add(&vp->broken, 1);
 	if (atomic_load(&vp->status) & VIRTIO_CONFIG_S_DRIVER_OK) {
 		atomic_fetch_add(&vp->config_generation, 1);
-		vp_interrupt(vp, atomic_load(&vp->msix_config), VIRTIO_PCI_ISR_CONFIG);
+		vp_raise_config(vp);
 	}
 }
 
@@ -181,11 +192,21 @@ static const struct virtio_transport_ops vp_transport_ops = {
     .yield = vp_queue_yield,
 };
 
+/* The configuration lock and every queue's held: a started backend stops
+ * using the rings. */
+static void vp_stop_locked(struct virtio_pci *vp)
+{
+	if (vp->started && vp->dev->ops->stop)
+		vp->dev->ops->stop(vp->dev);
+	vp->started = false;
+}
+
 static void vp_reset_locked(struct virtio_pci *vp)
 {
 	struct virtio_dev *d = vp->dev;
 	lock_assert_held(&vp->lock);
 	vp_lock_all_queues(vp);
+	vp_stop_locked(vp);
 	if (d->ops->reset)
 		d->ops->reset(d);
 	for (unsigned i = 0; i < vp->nq; i++) {
@@ -197,6 +218,7 @@ static void vp_reset_locked(struct virtio_pci *vp)
 		q->used_counted = 0;
 		q->desc = q->driver = q->device = 0;
 		memset(&d->vqs[i], 0, sizeof(d->vqs[i]));
+		vp_call_sync_locked(vp, q); /* no vector: its call fd is unbound */
 	}
 	d->features = 0;
 	atomic_store(&vp->needs_reset, false);
@@ -283,6 +305,26 @@ static void vp_kick_queue(struct virtio_pci_queue *q, bool host)
 	}
 }
 
+/* DRIVER_OK of an external-queue device, every queue locked: the backend
+ * gets the enabled queues (their rings checked at enable) and the fds. */
+static void vp_start_locked(struct virtio_pci *vp)
+{
+	struct virtio_external_start st = {.config_call_fd = vp->config_call.fd};
+	for (unsigned i = 0; i < vp->nq; i++) {
+		const struct virtio_pci_queue *q = &vp->queues[i];
+		if (q->enabled)
+			st.q[st.nq++] = (struct virtio_queue_info){
+			    i, q->size, q->desc, q->driver, q->device, q->notify_fd, q->call.fd};
+	}
+	int ret = vp->dev->ops->start ? vp->dev->ops->start(vp->dev, &st) : -ENOSYS;
+	vp->started = ret == 0;
+	if (ret < 0) {
+		char why[64];
+		snprintf(why, sizeof(why), "its backend did not start: %s", strerror(-ret));
+		vp_needs_reset(&vp->transport, why);
+	}
+}
+
 static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 {
 	struct virtio_dev *d = vp->dev;
@@ -329,10 +371,12 @@ static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 		 * virtio-rng does in its probe. */
 		kick[i] = vp->queues[i].enabled && virtq_has_avail(&d->vqs[i]);
 	}
-	if (d->ops->activate)
+	if (d->ops->external_queues)
+		vp_start_locked(vp); /* the notify ioeventfds kept what came before */
+	else if (d->ops->activate)
 		d->ops->activate(d);
 	vp_unlock_all_queues(vp);
-	for (unsigned i = 0; i < vp->nq; i++)
+	for (unsigned i = 0; i < vp->nq && !d->ops->external_queues; i++)
 		if (kick[i])
 			vp_kick_queue(&vp->queues[i], true);
 }
@@ -384,6 +428,7 @@ static void vp_common_write_locked(struct virtio_pci *vp, unsigned off, uint32_t
 			/* The hot path reads it under the queue's lock. */
 			lock_take_nested(&q->lock, q->index);
 			q->msix_vector = vp_valid_vector(vp, (uint16_t)v);
+			vp_call_sync_locked(vp, q); /* its call fd follows the vector */
 			lock_release(&q->lock);
 		}
 		return;
@@ -603,6 +648,9 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	const struct virtio_dev_ops *ops = dev->ops;
 	unsigned nq = virtio_num_queues(dev);
 	memset(vp, 0, sizeof(*vp));
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
+		vp->queues[i].call.fd = vp->queues[i].notify_fd = -1;
+	vp->config_call.fd = -1;
 	if (nq == 0 || nq > VIRTIO_MAX_QUEUES || ops->queue_max == 0 || ops->config_size > 0x1000)
 		return -EINVAL;
 	lock_init(&vp->lock, "virtio-pci config", LOCK_RANK_VIRTIO_CONFIG);
@@ -633,7 +681,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 		vp->queues[i].notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (vp->queues[i].notify_fd < 0)
 			return -errno;
-		if (host->watch) {
+		/* An external device's notify fds are its backend's kick fds. */
+		if (host->watch && !ops->external_queues) {
 			int ret = host->watch(host->ctx, i, vp->queues[i].notify_fd,
 					      vp_notify_ready, &vp->queues[i]);
 			if (ret < 0)
@@ -666,6 +715,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	/* One vector per queue and one for configuration changes: what Linux's
 	 * vp_find_vqs_msix() asks for first. Last, after the vendor caps. */
 	ret = msix_init(&vp->msix, &vp->pci, irq, mode, nq + 1, VIRTIO_PCI_MSIX_BAR);
+	if (!ret && ops->external_queues)
+		ret = vp_calls_init(vp);
 	if (ret)
 		return ret;
 	lock_take(&vp->lock);
@@ -676,6 +727,14 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 
 void virtio_pci_destroy(struct virtio_pci *vp)
 {
+	if (vp->started) {
+		lock_take(&vp->lock);
+		vp_lock_all_queues(vp);
+		vp_stop_locked(vp);
+		vp_unlock_all_queues(vp);
+		lock_release(&vp->lock);
+	}
+	vp_calls_destroy(vp);
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
 		if (vp->queues[i].owner && vp->queues[i].notify_fd >= 0)
 			close(vp->queues[i].notify_fd);

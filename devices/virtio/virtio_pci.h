@@ -13,7 +13,9 @@
  * vectors when the guest enables MSI-X (one per queue and one for
  * configuration changes, as the driver assigns them), else INTx with the
  * ISR register (read-to-clear): every queue of the device on its one pin.
- * msix_raise() (devices/pci/msix.h) makes that choice.
+ * msix_raise() (devices/pci/msix.h) makes that choice. A device whose
+ * queues another process serves (virtio.h external_queues) gets the same
+ * interrupts from the backend's call eventfds (virtio_pci_call.h).
  *
  * Locks (DESIGN.md "Locks"): `lock` guards the configuration (common and
  * device config, features, status); each queue's `lock` guards that
@@ -64,6 +66,24 @@ struct virtio_host {
 	int (*defer)(void *ctx, unsigned q, void (*fn)(void *arg), void *arg);
 	void *ctx;
 	struct log *log;
+	/* From any thread: stop (on = false) or resume ready() calls for a
+	 * watched fd; its watch stays. NULL: the fd stays watched (a wake-up
+	 * that finds nothing to read then). */
+	int (*watch_set)(void *ctx, unsigned q, int fd, bool on);
+};
+
+/* The watch key (`q` of watch, watch_set) of the configuration's call fd. */
+#define VIRTIO_PCI_CONFIG_WATCH VIRTIO_MAX_QUEUES
+
+/* A call eventfd of an external-queue device (virtio.h external_queues),
+ * written by the backend (devices/virtio/virtio_pci_call.h). */
+struct virtio_pci_call {
+	int fd; /* -1: the device serves its queues itself */
+	/* The vector fd is bound to as a KVM irqfd, or VIRTIO_MSI_NO_VECTOR
+	 * while the VMM watches it; written under the configuration lock and
+	 * the queue's. */
+	_Atomic uint16_t bound;
+	atomic_uint_fast64_t served, binds; /* --stats: writes the VMM read; binds */
 };
 
 struct virtio_pci_queue {
@@ -81,6 +101,7 @@ struct virtio_pci_queue {
 	atomic_bool host_kick; /* the next wake-up is the device's own */
 	atomic_uint_fast64_t notifies, requests, interrupts; /* --stats */
 	atomic_uint last_vector; /* MSI-X vector of its last interrupt, or LAST_* */
+	struct virtio_pci_call call;
 };
 
 struct virtio_pci {
@@ -107,6 +128,8 @@ struct virtio_pci {
 	uint8_t cfg_cap; /* config offset of the PCI-configuration-access cap */
 	bool late_setup_logged;
 	unsigned reset_warnings; /* guest-triggered warnings so far (rate limit) */
+	struct virtio_pci_call config_call;
+	bool started; /* external queues: start returned 0, stop not yet called */
 	atomic_uint_fast64_t notifies, interrupts, broken;
 };
 

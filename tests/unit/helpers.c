@@ -360,12 +360,44 @@ static int sink_rec_irqfd_assign(void *ctx, int fd, uint32_t gsi, int resample_f
 	return s->irqfd_ret;
 }
 
+static int sink_rec_irqfd_deassign(void *ctx, int fd, uint32_t gsi)
+{
+	struct sink_rec *s = ctx;
+	struct sink_call *c = sink_rec_push(s, SINK_IRQFD_DEASSIGN);
+	c->fd = fd;
+	c->gsi = gsi;
+	s->deassign_n++;
+	return 0;
+}
+
 const struct irq_sink_ops sink_rec_ops = {
     .set_line = sink_rec_set_line,
     .signal_msi = sink_rec_signal_msi,
     .set_routes = sink_rec_set_routes,
     .irqfd_assign = sink_rec_irqfd_assign,
+    .irqfd_deassign = sink_rec_irqfd_deassign,
 };
+
+bool sink_rec_fd_bound(const struct sink_rec *s, int fd, uint32_t gsi)
+{
+	bool bound = false;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct sink_call *c = &s->calls[i];
+		if (c->fd == fd && c->gsi == gsi && c->kind == SINK_IRQFD_ASSIGN)
+			bound = true;
+		else if (c->fd == fd && c->gsi == gsi && c->kind == SINK_IRQFD_DEASSIGN)
+			bound = false;
+	}
+	return bound;
+}
+
+unsigned sink_rec_fd_calls(const struct sink_rec *s, enum sink_kind kind, int fd)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < s->n; i++)
+		n += s->calls[i].kind == kind && s->calls[i].fd == fd;
+	return n;
+}
 
 void sink_rec_reset(struct sink_rec *s)
 {

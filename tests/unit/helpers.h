@@ -158,21 +158,27 @@ struct char_sink char_rec_sink(struct char_rec *r);
 /* Full recording interrupt sink: every call, in order, with counts; the
  * last routing table sent is kept whole. signal_msi returns `signal_ret`
  * (1 = delivered, unless a test changes it). */
-enum sink_kind { SINK_SET_LINE = 1, SINK_SIGNAL_MSI, SINK_SET_ROUTES, SINK_IRQFD_ASSIGN };
+enum sink_kind {
+	SINK_SET_LINE = 1,
+	SINK_SIGNAL_MSI,
+	SINK_SET_ROUTES,
+	SINK_IRQFD_ASSIGN,
+	SINK_IRQFD_DEASSIGN
+};
 struct sink_call {
 	enum sink_kind kind;
-	uint32_t gsi;	     /* SET_LINE, IRQFD_ASSIGN */
+	uint32_t gsi;	     /* SET_LINE, IRQFD_ASSIGN, IRQFD_DEASSIGN */
 	int level;	     /* SET_LINE */
 	uint64_t addr;	     /* SIGNAL_MSI */
 	uint32_t data;	     /* SIGNAL_MSI */
-	int fd, resample_fd; /* IRQFD_ASSIGN */
+	int fd, resample_fd; /* IRQFD_ASSIGN (fd: IRQFD_DEASSIGN too) */
 	unsigned nroutes;    /* SET_ROUTES */
 };
 #define SINK_REC_MAX 16384
 struct sink_rec {
 	struct sink_call calls[SINK_REC_MAX];
 	unsigned n; /* recorded calls (at most SINK_REC_MAX) */
-	unsigned set_line_n, signal_msi_n, set_routes_n, irqfd_n;
+	unsigned set_line_n, signal_msi_n, set_routes_n, irqfd_n, deassign_n;
 	struct irq_route last_routes[IRQ_MAX_ROUTES];
 	unsigned last_nroutes;
 	int signal_ret; /* returned by signal_msi (1: delivered) */
@@ -183,6 +189,11 @@ extern const struct irq_sink_ops sink_rec_ops;
 void sink_rec_reset(struct sink_rec *s);
 /* Index in calls[] of the nth (0-based) call of `kind`, or -1. */
 int sink_rec_find(const struct sink_rec *s, enum sink_kind kind, unsigned nth);
+/* Whether `fd` is assigned as an irqfd on `gsi` now (assigns and
+ * deassigns replayed). */
+bool sink_rec_fd_bound(const struct sink_rec *s, int fd, uint32_t gsi);
+/* How many calls of `kind` name `fd`. */
+unsigned sink_rec_fd_calls(const struct sink_rec *s, enum sink_kind kind, int fd);
 /* set_line calls for gsi (with `level`, or any level when level < 0). */
 unsigned sink_rec_lines(const struct sink_rec *s, uint32_t gsi, int level);
 /* The route for `gsi` of `type` in the last table sent, or NULL. */

@@ -140,6 +140,24 @@ static int fh_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg), voi
 	return 0;
 }
 
+static int fh_watch_set(void *ctx, unsigned q, int fd, bool on)
+{
+	struct fake_host *h = ctx;
+	for (unsigned i = 0; i < h->nw; i++)
+		if (h->w[i].fd == fd) {
+			ck_assert_uint_eq(h->w[i].q, q);
+			h->w[i].off = !on;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+bool fake_host_watching(const struct fake_host *h, int fd)
+{
+	int i = fake_host_watch_of(h, fd);
+	return i >= 0 && !h->w[i].off;
+}
+
 static int fh_defer(void *ctx, unsigned q, void (*fn)(void *arg), void *arg)
 {
 	struct fake_host *h = ctx;
@@ -173,8 +191,12 @@ unsigned fake_host_run_deferred(struct fake_host *h)
 struct virtio_host fake_host_make(struct fake_host *h, struct log *log)
 {
 	memset(h, 0, sizeof(*h));
-	return (struct virtio_host){
-	    .ioeventfd = fh_ioeventfd, .watch = fh_watch, .defer = fh_defer, .ctx = h, .log = log};
+	return (struct virtio_host){.ioeventfd = fh_ioeventfd,
+				    .watch = fh_watch,
+				    .defer = fh_defer,
+				    .ctx = h,
+				    .log = log,
+				    .watch_set = fh_watch_set};
 }
 
 int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa)
@@ -203,7 +225,7 @@ static unsigned fake_host_poll_some(struct fake_host *h, int q)
 {
 	unsigned calls = 0;
 	for (unsigned i = 0; i < h->nw; i++) {
-		if (q >= 0 && h->w[i].q != (unsigned)q)
+		if ((q >= 0 && h->w[i].q != (unsigned)q) || h->w[i].off)
 			continue;
 		struct pollfd p = {.fd = h->w[i].fd, .events = POLLIN};
 		if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {

@@ -75,6 +75,7 @@ struct fake_host {
 		int fd;
 		void (*ready)(void *arg);
 		void *arg;
+		bool off; /* watch_set(false): the loop does not look at it */
 	} w[FAKE_HOST_WATCH_MAX];
 	unsigned nw;
 	int ioeventfd_ret; /* what ioeventfd() returns (0) */
@@ -90,10 +91,13 @@ struct virtio_host fake_host_make(struct fake_host *h, struct log *log);
 int fake_host_ioeventfd_at(const struct fake_host *h, uint64_t gpa);
 /* How many ioeventfds are currently assigned. */
 unsigned fake_host_ioeventfds(const struct fake_host *h);
-/* One main-loop pass: ready(arg) for each watched fd that is readable. */
+/* One main-loop pass: ready(arg) for each watched fd that is readable
+ * (and not turned off). */
 unsigned fake_host_poll(struct fake_host *h);
 /* The same for the watches of queue q only: one I/O thread's loop. */
 unsigned fake_host_poll_queue(struct fake_host *h, unsigned q);
+/* Whether fd is watched and looked at now (not turned off by watch_set). */
+bool fake_host_watching(const struct fake_host *h, int fd);
 /* The watch on fd, or -1. */
 int fake_host_watch_of(const struct fake_host *h, int fd);
 /* The end of a loop's pass: runs what was deferred (what that defers runs

@@ -39,6 +39,20 @@ int event_loop_watch(struct event_loop *l, int fd, bool edge, void (*ready)(void
 	return 0;
 }
 
+int event_loop_watch_set(struct event_loop *l, int fd, bool on)
+{
+	/* The watches are added before the threads run and never move, so
+	 * another thread may look them up. */
+	for (unsigned i = 0; i < l->nwatches; i++) {
+		struct event_watch *w = &l->watches[i];
+		if (w->fd != fd || !w->active)
+			continue;
+		struct epoll_event ev = {.events = on ? EPOLLIN : 0, .data.ptr = w};
+		return epoll_ctl(l->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
+	}
+	return -ENOENT;
+}
+
 int event_loop_unwatch(struct event_loop *l, int fd)
 {
 	for (unsigned i = 0; i < l->nwatches; i++)

@@ -54,6 +54,11 @@ int event_loop_init(struct event_loop *l, const char *name, struct err *e);
 /* ready(arg) on the loop's thread whenever fd is readable (edge: EPOLLET,
  * the handler drains what it can). 0 or -errno. */
 int event_loop_watch(struct event_loop *l, int fd, bool edge, void (*ready)(void *arg), void *arg);
+/* Any thread: stop (on = false) or resume ready() calls for a watched fd,
+ * which keeps its watch (EPOLL_CTL_MOD to no events: epoll then does not
+ * even wake the loop; a wake-up already under way may still call ready).
+ * 0 or -errno. */
+int event_loop_watch_set(struct event_loop *l, int fd, bool on);
 /* Stops watching fd (the console's end of input). 0 or -errno. */
 int event_loop_unwatch(struct event_loop *l, int fd);
 /* fn(arg) on the loop's thread once it has stopped (event_loop_finish).

@@ -59,8 +59,10 @@ static const char *const common_calls[] = {
     NULL,
 };
 
-/* vCPU threads: take a pending kick before KVM_RUN. */
-static const char *const vcpu_calls[] = {"rt_sigtimedwait", NULL};
+/* vCPU threads: take a pending kick before KVM_RUN; turn a loop's watch of
+ * a call fd on or off (an MSI-X mask write moves a backend's call fd
+ * between KVM and the loop, devices/virtio/virtio_pci_call.h). */
+static const char *const vcpu_calls[] = {"rt_sigtimedwait", "epoll_ctl", NULL};
 
 /* The main thread and the I/O threads: the event loops, the rng's
  * entropy, kicking vCPUs, stopping a device's helper process (virtiofsd)

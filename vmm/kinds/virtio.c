@@ -34,6 +34,12 @@ static int virtio_watch(void *ctx, unsigned q, int fd, void (*ready)(void *arg),
 	return event_loop_watch(virtio_queue_loop(ctx, q), fd, false, ready, arg);
 }
 
+/* A call fd bound as an irqfd is KVM's: its loop stops looking at it. */
+static int virtio_watch_set(void *ctx, unsigned q, int fd, bool on)
+{
+	return event_loop_watch_set(virtio_queue_loop(ctx, q), fd, on);
+}
+
 /* A pass cut short at its budget comes back at the end of its loop's pass. */
 static int virtio_defer(void *ctx, unsigned q, void (*fn)(void *arg), void *arg)
 {
@@ -44,7 +50,8 @@ int virtio_instance_plug(struct virtio_instance *v, struct virtio_dev *dev, cons
 			 uint8_t slot, struct err *e)
 {
 	const struct device_host *h = v->host;
-	struct virtio_host vh = {virtio_ioeventfd, virtio_watch, virtio_defer, v, h->log};
+	struct virtio_host vh = {virtio_ioeventfd, virtio_watch,    virtio_defer, v,
+				 h->log,	   virtio_watch_set};
 	int ret = virtio_pci_init(&v->vp, dev, name, h->irq, h->mem, &vh, h->irq_mode);
 	if (!ret)
 		ret = pci_bus_add_device(h->pci, &v->vp.pci, slot, 1);
@@ -68,10 +75,21 @@ void virtio_print_transport_stats(const struct vm_device *d, FILE *out)
 			snprintf(vec, sizeof(vec), "none");
 		else
 			snprintf(vec, sizeof(vec), "MSI-X %u", last);
+		/* An external queue: interrupts are those the VMM raised from the
+		 * backend's calls; a bound call fd's go by KVM alone. */
+		char call[64] = "";
+		uint16_t bound = atomic_load(&pq->call.bound);
+		if (pq->call.fd >= 0 && bound != VIRTIO_MSI_NO_VECTOR)
+			snprintf(call, sizeof(call),
+				 ", calls %llu, irqfd binds %llu (on vector %u)",
+				 STAT(pq->call.served), STAT(pq->call.binds), bound);
+		else if (pq->call.fd >= 0)
+			snprintf(call, sizeof(call), ", calls %llu, irqfd binds %llu",
+				 STAT(pq->call.served), STAT(pq->call.binds));
 		fprintf(out,
 			"vmm: stats: %s queue %u (%s): vector %s, notifies %llu, requests %llu, "
-			"interrupts %llu\n",
+			"interrupts %llu%s\n",
 			d->name, q, virtio_queue_loop(v, q)->name, vec, STAT(pq->notifies),
-			STAT(pq->requests), STAT(pq->interrupts));
+			STAT(pq->requests), STAT(pq->interrupts), call);
 	}
 }
