@@ -98,6 +98,9 @@ struct virtio_dev {
 	unsigned num_queues;	 /* this instance's (0 at init: ops->num_queues) */
 	uint64_t features;	 /* negotiated */
 	uint64_t extra_features; /* offered on top of ops->features (e.g. RO) */
+	/* external_queues: what the backend serves; the transport's offer
+	 * (its ring features too) is masked by it. */
+	uint64_t backend_features;
 	void *priv;
 };
 

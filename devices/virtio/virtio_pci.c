@@ -665,6 +665,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 	vp->device_features =
 	    ops->features | dev->extra_features | VIRTIO_FEATURE(VIRTIO_F_VERSION_1) |
 	    VIRTIO_FEATURE(VIRTIO_RING_F_INDIRECT_DESC) | VIRTIO_FEATURE(VIRTIO_RING_F_EVENT_IDX);
+	if (ops->external_queues) /* the backend walks the rings: offer what it serves */
+		vp->device_features &= dev->backend_features;
 	/* 4.1.2: modern devices are 0x1040 + type, revision 1. */
 	pci_device_init(&vp->pci, name, VIRTIO_PCI_VENDOR,
 			(uint16_t)(VIRTIO_PCI_MODERN_ID + ops->type), ops->pci_class, 1);

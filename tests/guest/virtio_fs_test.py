@@ -2,13 +2,15 @@
 """virtio-fs around vmm_test.py: prepares a shared directory, runs the runner, checks it.
 
 Usage:
-  virtio_fs_test.py -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
+  virtio_fs_test.py [--backend PATH] [--no-guest-write] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
 
 The directory holds from-host.txt with the text guests/virtiotest/fs.c reads;
 "--fs DIR,tag=virtiotest" is appended to the VMM arguments. Afterwards the guest
 must have created from-guest.txt holding the text fs.c writes, and nothing else
 in the directory may have changed. The runner's exit code is passed on (77:
 skipped), unless the directory check fails.
+--backend PATH runs the VMM with $VMM_VIRTIOFSD=PATH (a backend that is
+missing or fails); --no-guest-write: the guest must not have written.
 """
 import os
 import subprocess
@@ -20,12 +22,13 @@ WRITE_NAME, WRITE_TEXT = "from-guest.txt", b"virtio-fs: written by virtiotest ov
 TAG = "virtiotest"
 
 
-def check_share(share):
+def check_share(share, guest_writes):
     """The problems found in the shared directory after the run."""
     problems = []
     names = sorted(os.listdir(share))
-    if names != sorted([READ_NAME, WRITE_NAME]):
-        problems.append(f"the share holds {names}, expected {READ_NAME} and {WRITE_NAME}")
+    want = sorted([READ_NAME, WRITE_NAME] if guest_writes else [READ_NAME])
+    if names != want:
+        problems.append(f"the share holds {names}, expected {want}")
     with open(os.path.join(share, READ_NAME), "rb") as f:
         if f.read() != READ_TEXT:
             problems.append(f"{READ_NAME} changed")
@@ -40,6 +43,17 @@ def check_share(share):
 
 def main():
     rest = sys.argv[1:]
+    env = dict(os.environ)
+    guest_writes = True
+    while rest and rest[0] != "--":
+        if rest[0] == "--backend" and len(rest) > 1:
+            env["VMM_VIRTIOFSD"] = rest[1]
+            rest = rest[2:]
+        elif rest[0] == "--no-guest-write":
+            guest_writes = False
+            rest = rest[1:]
+        else:
+            sys.exit(f"virtio_fs_test.py: unknown option {rest[0]}")
     rest = rest[1:] if rest and rest[0] == "--" else rest
     if len(rest) < 2 or "--" not in rest[1:]:
         sys.exit("usage: virtio_fs_test.py -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...")
@@ -53,10 +67,10 @@ def main():
         cmd = [sys.executable, runner] + runner_opts + ["--"] + vmm_args + \
             ["--fs", f"{share},tag={TAG}"]
         print("shared directory:", share, flush=True)
-        rc = subprocess.run(cmd).returncode
+        rc = subprocess.run(cmd, env=env).returncode
         if rc == 77:
             return 77
-        problems = check_share(share)
+        problems = check_share(share, guest_writes)
     for p in problems:
         print("FAIL (share):", p)
     return 1 if problems else rc

@@ -18,14 +18,16 @@ static int pidfd_open_(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-static int setup_fds(posix_spawn_file_actions_t *fa, int fd, int as_fd)
+static int setup_fds(posix_spawn_file_actions_t *fa, int fd, int as_fd, int err_fd)
 {
 	return posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0) ||
 	       posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0) ||
+	       posix_spawn_file_actions_adddup2(fa, err_fd, 2) ||
 	       posix_spawn_file_actions_adddup2(fa, fd, as_fd);
 }
 
-int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, struct err *e)
+int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, int err_fd,
+		struct err *e)
 {
 	posix_spawn_file_actions_t fa;
 	memset(c, 0, sizeof(*c));
@@ -35,7 +37,7 @@ int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, str
 	int src = fd == as_fd ? fcntl(fd, F_DUPFD_CLOEXEC, as_fd + 1) : fd;
 	if (src < 0 || posix_spawn_file_actions_init(&fa))
 		return err_set(e, ERR_HOST, "%s: %s", argv[0], strerror(errno));
-	int ret = setup_fds(&fa, src, as_fd)
+	int ret = setup_fds(&fa, src, as_fd, err_fd)
 		      ? errno
 		      : posix_spawn(&c->pid, argv[0], &fa, NULL, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);

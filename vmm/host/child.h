@@ -20,8 +20,10 @@ struct child {
 
 /* Runs argv (argv[0] a path) with `fd` as descriptor `as_fd` and no other
  * of the VMM's (they are close-on-exec), stdin and stdout /dev/null, stderr
- * the VMM's. 0, or -1 with an error naming the program. */
-int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, struct err *e);
+ * `err_fd` (a pipe the VMM reads). 0, or -1 with an error naming the
+ * program. */
+int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, int err_fd,
+		struct err *e);
 /* SIGTERM through the pidfd (the process may be gone: nothing), then
  * closes the pidfd. The zombie is the VMM's until it exits. */
 void child_stop(struct child *c);

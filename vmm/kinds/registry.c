@@ -10,13 +10,15 @@
 
 /* The kinds, in --help order; each is defined in its own file, vmm/kinds/KIND.c. */
 extern const struct device_kind device_kind_virtio_blk, device_kind_virtio_net,
-    device_kind_virtio_rng, device_kind_virtio_console, device_kind_testdev, device_kind_irqbench;
+    device_kind_virtio_rng, device_kind_virtio_console, device_kind_virtio_fs, device_kind_testdev,
+    device_kind_irqbench;
 
 const struct device_cli *const device_kinds[] = {
     &device_kind_virtio_blk.cli,     /* --disk */
     &device_kind_virtio_net.cli,     /* --net */
     &device_kind_virtio_rng.cli,     /* --rng */
     &device_kind_virtio_console.cli, /* --console virtio */
+    &device_kind_virtio_fs.cli,	     /* --fs */
     &device_kind_testdev.cli,	     /* --device testdev */
     &device_kind_irqbench.cli,	     /* --device irqbench */
     NULL,
