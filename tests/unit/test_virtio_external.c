@@ -88,6 +88,8 @@ static void rig_up(enum irq_msi_delivery msi, enum irq_mode mode)
 	};
 	ext.vdev.ops = &ext.ops;
 	ext.vdev.priv = &ext;
+	/* A backend that serves every feature the transport offers. */
+	ext.vdev.backend_features = ~0ULL;
 	ck_assert_int_eq(virtio_pci_init(&vp, &ext.vdev, "fs", &rig.irq, &rig.ram.m, &hostif, mode),
 			 0);
 	ck_assert_int_eq(pci_bus_add_device(&rig.pci, &vp.pci, SLOT, 1), 0);
