@@ -428,7 +428,7 @@ void options_print_help(FILE *out, const char *argv0, const struct device_cli *c
 		     "  4    the guest crashed (triple fault, emulation failure, kernel panic)\n"
 		     "  6    --timeout expired\n"
 		     "  8    host problem (no /dev/kvm with --host kvm, missing KVM capability,\n"
-		     "       host I/O error)\n"
+		     "       host I/O error, a --fs backend missing or failing at start)\n"
 		     "  10   stopped by SIGINT, SIGTERM, SIGHUP or Ctrl-A x\n"
 		     "  12   the VMM made a system call its seccomp filter forbids (named on\n"
 		     "       stderr): a VMM bug or an attack\n"
