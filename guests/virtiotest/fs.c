@@ -30,6 +30,10 @@
 #define FS_TAG_BYTES	  36
 #define FS_CFG_NUM_QUEUES 36
 
+/* How long the host may take to kill the backend (measured: well under
+ * 1 s on the emulated host). */
+#define FS_KILL_WAIT_US 60000000
+
 /* FUSE protocol 7.31 (Linux include/uapi/linux/fuse.h): the opcodes used. */
 #define FUSE_LOOKUP  1
 #define FUSE_OPEN    14
@@ -278,6 +282,53 @@ static void fs_masked_vector(struct vt_dev *d)
 	       "used %s, error %d", got ? "found" : "missing", rq.out->error);
 }
 
+/* Requests one after another until the device says its backend went. */
+struct fs_traffic {
+	struct vt_dev *d;
+	unsigned replies;
+	bool in_flight;
+};
+
+static bool fs_keep_asking(void *arg)
+{
+	static const char name[] = FS_READ_NAME;
+	struct fs_traffic *t = arg;
+	uint16_t head;
+	uint32_t len;
+	if (virtio_status(&t->d->vp) & VIRTIO_STATUS_NEEDS_RESET)
+		return true;
+	if (t->in_flight && virtq_get_used(&t->d->vq[1], &head, &len)) {
+		t->in_flight = false;
+		t->replies++;
+	}
+	if (!t->in_flight)
+		t->in_flight = fs_post(t->d, FUSE_LOOKUP, FUSE_ROOT_ID, name, sizeof(name),
+				       sizeof(struct fuse_entry_out)) >= 0;
+	return false;
+}
+
+/* virtiotest.fskill=1: the host kills the backend while requests flow
+ * (tests/guest/virtio_fs_test.py --kill-backend, on this line): the device
+ * reports DEVICE_NEEDS_RESET with a configuration interrupt (2.1.2,
+ * 4.1.5.3), the VMM goes on, and a reset brings the device back to 0. */
+static void fs_backend_killed(struct vt_dev *d)
+{
+	struct fs_traffic t = {.d = d};
+	struct irq_snap s;
+	vt_wait_prepare(d, &s);
+	printf("virtiotest: fs: stop the backend now\n");
+	bool gone = irq_wait_until(&s, fs_keep_asking, &t, FS_KILL_WAIT_US);
+	irq_spin_us(VT_SETTLE_US);
+	uint64_t cfg = irq_new(&s, d->msix ? d->vec_config : d->intx_vec);
+	dcheck(d, gone && cfg >= 1,
+	       "the backend killed while requests flow: DEVICE_NEEDS_RESET and a configuration "
+	       "interrupt (2.1.2)",
+	       "status 0x%02x after %u replies, %lu configuration interrupts",
+	       virtio_status(&d->vp), t.replies, cfg);
+	dcheck(d, virtio_reset(&d->vp, 1000000), "a reset brings the device back to 0 (4.1.4.3.2)",
+	       "status 0x%02x", virtio_status(&d->vp));
+}
+
 void vt_fs(struct vt_dev *d)
 {
 	static const uint16_t qmax[2] = {8, 32};
@@ -294,6 +345,10 @@ void vt_fs(struct vt_dev *d)
 	fs_config(d);
 	if (!fs_init(d))
 		return;
+	if (vt.fs_kill) {
+		fs_backend_killed(d);
+		return;
+	}
 	fs_read_host_file(d);
 	fs_write_guest_file(d);
 	if (d->msix)

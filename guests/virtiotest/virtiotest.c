@@ -24,7 +24,9 @@
  * sectors of the host's pattern), virtiotest.queues=N (1 or 2: the disk's
  * request queues and the net device's queue pairs, --disk ...,queues=N and
  * --net ...,queues=N; with 2, VIRTIO_BLK_F_MQ and VIRTIO_NET_F_MQ with the
- * control queue must be offered and every queue is driven). Any other
+ * control queue must be offered and every queue is driven),
+ * virtiotest.fskill=1 (the host kills the virtio-fs backend when told:
+ * NEEDS_RESET must follow). Any other
  * virtiotest.* key fails.
  *
  * Only the interrupt handler runs at CPL 0 (guest/irq.h); the rest runs in
@@ -41,8 +43,9 @@ struct virtiotest vt;
 #define RAM_POOL_BYTES (8ull << 20)
 #define MAX_FUNCS      32
 
-static const char *const known_keys[] = {"virtiotest.expect", "virtiotest.devices", "virtiotest.ro",
-					 "virtiotest.sectors", "virtiotest.queues"};
+static const char *const known_keys[] = {"virtiotest.expect", "virtiotest.devices",
+					 "virtiotest.ro",     "virtiotest.sectors",
+					 "virtiotest.queues", "virtiotest.fskill"};
 /* By virtio device ID (5.1 net, 5.2 blk, 5.3 console, 5.4 rng, 5.11 fs). */
 static const char *const type_names[] = {[VIRTIO_ID_NET] = "net",
 					 [VIRTIO_ID_BLOCK] = "blk",
@@ -151,6 +154,11 @@ static void parse_cmdline(struct boot_params *bp)
 		if (check(cmdline_parse_u64(val, len, &n) && n <= 1, "virtiotest.ro is 0 or 1",
 			  "\"%.*s\"", (int)len, val))
 			vt.ro = n == 1;
+	}
+	if (cmdline_value(vt.cmdline, "virtiotest.fskill", &val, &len)) {
+		if (check(cmdline_parse_u64(val, len, &n) && n <= 1, "virtiotest.fskill is 0 or 1",
+			  "\"%.*s\"", (int)len, val))
+			vt.fs_kill = n == 1;
 	}
 	if (cmdline_value(vt.cmdline, "virtiotest.sectors", &val, &len)) {
 		if (check(cmdline_parse_u64(val, len, &n) && n >= 1,
@@ -314,7 +322,8 @@ static uint64_t user_main(void *arg)
 			/* Queue vectors, also after msix_off() cleared d->msix;
 			 * a configuration-change interrupt is unexpected. */
 			mine = (d->vec_config && v > d->vec_config && v <= d->vec_config + d->nq) ||
-			       (d->pin && v == d->intx_vec);
+			       (d->pin && v == d->intx_vec) ||
+			       (vt.fs_kill && d->vp.type == VIRTIO_ID_FS && v == d->vec_config);
 		}
 		if (!mine && irq_count(v) && !stray++)
 			first = v;

@@ -62,6 +62,7 @@ struct virtiotest {
 	unsigned checks, failures;
 	bool expect_msix;
 	bool ro;
+	bool fs_kill;	     /* virtiotest.fskill=1 */
 	uint64_t sectors;    /* 0: not given */
 	unsigned queues;     /* blk request queues and net queue pairs (1) */
 	unsigned want_types; /* bit per virtio device ID, 0: not given */

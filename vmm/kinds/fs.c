@@ -173,10 +173,10 @@ static void fs_backend_exited(void *arg)
 {
 	struct fs_device *f = arg;
 	fs_backend_said(f);
-	log_error(f->vi.host->log,
-		  "%s: its vhost-user backend %s exited%s%s%s; the device needs a reset", f->name,
-		  f->backend.name, f->last[0] ? " (its last words: \"" : "", f->last,
-		  f->last[0] ? "\")" : "");
+	log_warn(f->vi.host->log,
+		 "%s: its vhost-user backend %s exited%s%s%s; the device needs a reset", f->name,
+		 f->backend.name, f->last[0] ? " (its last words: \"" : "", f->last,
+		 f->last[0] ? "\")" : "");
 	virtio_fs_backend_gone(&f->fs, "the vhost-user backend exited");
 	/* Watched once: the pidfd stays readable. */
 	event_loop_unwatch(f->vi.host->main_loop, f->backend.pidfd);
