@@ -729,6 +729,10 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev, const char *n
 
 void virtio_pci_destroy(struct virtio_pci *vp)
 {
+	/* Never initialized (a kind's set-up failed before plugging it): its
+	 * zeroed descriptors are not its own. */
+	if (!vp->dev)
+		return;
 	if (vp->started) {
 		lock_take(&vp->lock);
 		vp_lock_all_queues(vp);
