@@ -182,23 +182,12 @@ static void fs_backend_exited(void *arg)
 	event_loop_unwatch(f->vi.host->main_loop, f->backend.pidfd);
 }
 
-static void *fs_create(const struct device_host *h, const struct device_spec *spec,
-		       const char *name, uint8_t slot, struct err *e)
+/* The backend's connected socket: a virtiofsd of our own, or the one the
+ * user started (socket=PATH). -1 with an error. */
+static int fs_connect(struct fs_device *f, const struct fs_params *p, struct err *e)
 {
-	const struct fs_params *p = (const struct fs_params *)spec->params;
-	struct vhost_user_region r[VHOST_USER_MAX_REGIONS];
-	struct fs_device *f = calloc(1, sizeof(*f));
-	int conn = -1;
-	if (!f) {
-		err_set(e, ERR_HOST, "out of memory");
-		return NULL;
-	}
-	f->vi.host = h;
-	f->backend.pidfd = -1;
-	f->err_pipe = -1;
-	f->fs.vu.fd = -1; /* nothing to close until virtio_fs_init */
-	snprintf(f->name, sizeof(f->name), "%s", name);
 	struct vhost_user v;
+	int conn = -1;
 	int ret = p->socket
 		      ? vhost_user_connect_path(&v, p->socket, VIRTIO_FS_BACKEND_TIMEOUT_MS, e)
 		      : fs_start_backend(f, p, &conn, e);
@@ -210,8 +199,29 @@ static void *fs_create(const struct device_host *h, const struct device_spec *sp
 		if (conn >= 0)
 			close(conn);
 		err_prefix(e, "--fs %s", p->socket ? p->socket : p->dir);
-		goto fail;
+		return -1;
 	}
+	return conn;
+}
+
+static void *fs_create(const struct device_host *h, const struct device_spec *spec,
+		       const char *name, uint8_t slot, struct err *e)
+{
+	const struct fs_params *p = (const struct fs_params *)spec->params;
+	struct vhost_user_region r[VHOST_USER_MAX_REGIONS];
+	struct fs_device *f = calloc(1, sizeof(*f));
+	if (!f) {
+		err_set(e, ERR_HOST, "out of memory");
+		return NULL;
+	}
+	f->vi.host = h;
+	f->backend.pidfd = -1;
+	f->err_pipe = -1;
+	f->fs.vu.fd = -1; /* nothing to close until virtio_fs_init */
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	int conn = fs_connect(f, p, e);
+	if (conn < 0)
+		goto fail;
 	unsigned nr = fs_regions(h->mem, r);
 	if (!nr) {
 		close(conn);
