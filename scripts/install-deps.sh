@@ -10,6 +10,7 @@ packages=(
   device-tree-compiler                       # dtc, to validate --dump-dtb output
   acpica-tools                               # iasl, to disassemble --dump-acpi output
   qemu-system-x86                            # side-by-side reference
+  qemu-system-common                         # /usr/lib/qemu/virtiofsd: --fs, the emulated host
   fio                                        # block benchmark reference
   cpio gzip                                  # initramfs for Linux guests
   iproute2 python3                           # net tests (ip netns), test runners
