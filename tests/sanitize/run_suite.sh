@@ -30,7 +30,7 @@ tsan)
 	tests=(threads_stress virtio_pci virtio_mq msix irq_routes pcitest-msix-irqfd pcitest-msix-signal
 		pcitest-intx-resample pcitest-shared-pin virtiotest-blk-rng-msix
 		virtiotest-blk-rng-intx virtiotest-console-msix virtiotest-blk-mq-msix virtiotest-net-mq-msix
-		hostile-msix-mq)
+		hostile-msix-mq virtio_external vhost_user virtiotest-fs-msix)
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 	;;
 *) echo "usage: $0 SRCDIR OUTDIR asan|tsan" >&2; exit 2 ;;
