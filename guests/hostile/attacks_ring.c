@@ -379,7 +379,7 @@ void case_rng_flood(struct hdev *t)
 	flood_chain(t);
 	uint64_t t0 = now_us();
 	flood_post(t, vq->size);
-	bool done = wait_for(flood_done, &w, H_WAIT_US);
+	bool done = wait_for(flood_done, &w, H_FLOOD_WAIT_US);
 	uint64_t took = now_us() - t0;
 	if (virtio_status(&t->vp) & VIRTIO_STATUS_NEEDS_RESET) {
 		info("%s: %u x 4 GiB in one notify: NEEDS_RESET after %lu us", t->name, vq->size,
@@ -387,7 +387,7 @@ void case_rng_flood(struct hdev *t)
 		return;
 	}
 	if (!expect(done, "%s: %u x 4 GiB in one notify: %u answered in %u ms", t->name, vq->size,
-		    (uint16_t)(vq->used->idx - used0), H_WAIT_US / 1000))
+		    (uint16_t)(vq->used->idx - used0), H_FLOOD_WAIT_US / 1000))
 		return;
 	uint64_t bytes = 0;
 	for (uint16_t i = used0; i != w.target; i++) {

@@ -35,6 +35,11 @@ tsan)
 	;;
 *) echo "usage: $0 SRCDIR OUTDIR asan|tsan" >&2; exit 2 ;;
 esac
+# Sanitized code runs several times slower, and CI may share the box:
+# Check's per-test timeouts (4 s unless a test sets its own) get 10 times
+# as long (a unit test that timed out under TSan on a busy box took 1.2 s
+# unsanitized).
+export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10}
 if [ ! -f "$build/build.ninja" ]; then
 	rm -rf "$build"
 	echo "sanitize: configuring $build (${opts[*]})"
