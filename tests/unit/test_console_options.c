@@ -453,6 +453,8 @@ static const struct {
     {"--timeout", "0", "--timeout 0: must be above 0 and at most 10000000"},
     {"--disk", "d.img,queues=17", "--disk queues 17: must be between 1 and 16"},
     {"--device", "testdev,vectors=0", "--device testdev vectors 0: must be between 1 and 2048"},
+    {"--fs", "/", "--fs /: needs tag=NAME"}, /* a required property */
+    {"--fs", "/,tag=", "--fs tag: needs a value (NAME)"},
 };
 
 START_TEST(test_options_bad_value_error)

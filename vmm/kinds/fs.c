@@ -79,9 +79,6 @@ static int fs_check(const struct device_spec *spec, struct err *e)
 {
 	const struct fs_params *p = (const struct fs_params *)spec->params;
 	struct stat st;
-	if (!p->tag)
-		return err_set(e, ERR_INPUT,
-			       "--fs %s: needs tag=NAME (the guest mounts it by name)", p->dir);
 	if (strlen(p->tag) > VIRTIO_FS_TAG_MAX)
 		return err_set(e, ERR_INPUT, "--fs %s tag %s: at most %d bytes", p->dir, p->tag,
 			       VIRTIO_FS_TAG_MAX);
@@ -273,7 +270,7 @@ const struct device_kind device_kind_virtio_fs = {
 		    "names another), started and stopped with the VM; socket=PATH: a vhost-user "
 		    "backend already listening there; repeatable",
 	    .props = OPT_TABLE(DEVICE_PROP_PATH("dir", "DIR", struct fs_params, dir),
-			       DEVICE_PROP_STRING("tag", "NAME", struct fs_params, tag),
+			       DEVICE_PROP_REQUIRED("tag", "NAME", struct fs_params, tag),
 			       DEVICE_PROP_STRING("socket", "PATH", struct fs_params, socket)),
 	    .check = fs_check,
 	},

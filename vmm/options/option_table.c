@@ -280,7 +280,11 @@ void opt_props_syntax(const struct opt_table *t, char *out, size_t len)
 			snprintf(item, sizeof(item), "%s", opt_metavar(r, meta, sizeof(meta)));
 		else
 			prop_item(r, item, sizeof(item));
-		pos += (size_t)snprintf(out + pos, len - pos, r->first ? "%s" : "[,%s]", item);
+		pos += (size_t)snprintf(out + pos, len - pos,
+					r->first      ? "%s"
+					: r->required ? ",%s"
+						      : "[,%s]",
+					item);
 	}
 }
 
@@ -331,6 +335,17 @@ static int parse_first(const struct opt_row *r, const char *what, char *item, vo
 	return opt_parse(r, what, item ? item : "", base, NULL, e);
 }
 
+/* A required property that was not given (its string still NULL). */
+static int check_required(const struct opt_table *t, const char *named, void *base, struct err *e)
+{
+	for (unsigned i = 0; i < t->n; i++) {
+		const struct opt_row *r = &t->rows[i];
+		if (r->required && !*(const char **)field(base, r))
+			return err_set(e, ERR_INPUT, "%s: needs %s=%s", named, r->key, r->metavar);
+	}
+	return 0;
+}
+
 int opt_parse_props(const struct opt_table *t, const char *what, char *arg, void *base,
 		    struct err *e)
 {
@@ -353,7 +368,7 @@ int opt_parse_props(const struct opt_table *t, const char *what, char *arg, void
 	for (; item; item = strtok_r(NULL, ",", &save))
 		if (parse_property(t, what, named, item, base, e))
 			return -1;
-	return 0;
+	return check_required(t, named, base, e);
 }
 
 /* ---- --help ---- */

@@ -56,6 +56,7 @@ struct opt_row {
 	unsigned nnames;
 	bool nonempty;	     /* STRING: "" is an error */
 	bool first;	     /* a property list's first item, before any key=value */
+	bool required;	     /* STRING property: must be given (no brackets in the syntax) */
 	size_t given;	     /* a bool set when the row is given (0: none) */
 	const char *env;     /* its default from this variable, when set and not empty */
 	const char *metavar; /* "N", "FILE"; ENUM and BOOL write theirs from the names */

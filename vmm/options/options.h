@@ -107,6 +107,12 @@ struct device_cli {
 		.key = (key_), .type = OPT_STRING, .nonempty = true, .metavar = (meta),            \
 		DEVICE_PARAM(T, f)                                                                 \
 	}
+/* A key=value the option must have ("--fs DIR,tag=NAME"). */
+#define DEVICE_PROP_REQUIRED(key_, meta, T, f)                                                     \
+	{                                                                                          \
+		.key = (key_), .type = OPT_STRING, .nonempty = true, .required = true,             \
+		.metavar = (meta), DEVICE_PARAM(T, f)                                              \
+	}
 #define DEVICE_PROP_MAC(key_, T, f, given_)                                                        \
 	{                                                                                          \
 		.key = (key_), .type = OPT_MAC, DEVICE_PARAM(T, f),                                \
