@@ -91,18 +91,12 @@ static void fs_stop(struct virtio_dev *d)
 		vhost_user_get_vring_base(&fs->vu, q, &base, &e);
 }
 
-static void fs_reset(struct virtio_dev *d)
-{
-	(void)d;
-}
-
 static const struct virtio_dev_ops fs_ops = {
     .type = VIRTIO_ID_FS,
     .pci_class = 0x018000, /* mass storage, other */
     .queue_max = 1024,
     .config_size = sizeof(struct fs_config),
     .config_read = fs_config_read,
-    .reset = fs_reset,
     .external_queues = true,
     .start = fs_start,
     .stop = fs_stop,

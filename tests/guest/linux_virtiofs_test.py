@@ -13,10 +13,8 @@ interrupts went backend -> irqfd -> guest (the VMM raised none itself); with
 Skips (77) only where Debian's kernel package can be neither fetched nor
 found in the cache, or virtiofsd is missing.
 """
-import importlib.util
 import os
 import re
-import stat
 import subprocess
 import sys
 import tempfile
@@ -32,16 +30,8 @@ VIRTIOFSD = "/usr/lib/qemu/virtiofsd"
 WALL_S = 400  # the boot and the steps took 34 s on the emulated host
 
 
-def newc_module():
-    path = os.path.join(ROOT, "guests", "linux", "make-ci-initramfs.py")
-    spec = importlib.util.spec_from_file_location("make_ci_initramfs", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def write_initramfs(path):
-    mk = newc_module()
+    mk = image.newc_module()
     mk.ensure_busybox_static()
     busybox = mk.BUSYBOX
     with open(busybox, "rb") as f:

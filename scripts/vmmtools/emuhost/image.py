@@ -73,7 +73,8 @@ class CacheLock:
         self.f.close()
 
 
-def _newc_module():
+def newc_module():
+    """guests/linux/make-ci-initramfs.py as a module (its newc writer, busybox)."""
     path = os.path.join(ROOT, "guests", "linux", "make-ci-initramfs.py")
     spec = importlib.util.spec_from_file_location("make_ci_initramfs", path)
     mod = importlib.util.module_from_spec(spec)
@@ -253,7 +254,7 @@ def ensure_initramfs(cache, kdir):
     if os.path.exists(out):
         return out
     mods = module_closure(os.path.join(kdir, "modules"), MODULES)
-    newc = _newc_module()
+    newc = newc_module()
     buf = io.BytesIO()
     c = newc.Newc(buf)
     for d in ["dev", "proc", "sys", "bin", "modules", "host"]:
