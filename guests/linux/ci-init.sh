@@ -184,6 +184,44 @@ EOF
 	if [ $rc -eq 0 ]; then check iperf3 ok "to $host, 10 s"; else check iperf3 FAIL "exit $rc: $FLAT"; fi
 }
 
+# --- vmm-ci --share and --root-share (virtio-fs through ./vmm --fs): the
+# share (tag vmmci-share) at /mnt; the box's root (tag vmmci-root) read-only
+# under a tmpfs overlay at /vmmci/root, with proc, sys, dev, a /tmp, the
+# share and --include's copy in it, where the commands then run. Each is a
+# check: a share that does not mount fails it, and the commands then fail
+# too (their directory is not there).
+root=
+fs_mount() { # NAME TAG DIR [OPTIONS]: mounts or fails check NAME
+	if mount -t virtiofs ${4:+-o "$4"} "$2" "$3" 2>/tmp/mount.err; then return 0; fi
+	read -r why </tmp/mount.err
+	check "$1" FAIL "mount -t virtiofs $2 $3: $why"
+	return 1
+}
+share_checks() {
+	if [ -f /vmmci/share ]; then
+		fs_mount share vmmci-share /mnt && check share ok "vmmci-share at /mnt"
+	fi
+	[ -f /vmmci/root-share ] || return 0
+	r=/vmmci/root
+	fs_mount root-share vmmci-root /vmmci/lower ro || return 0
+	mount -t tmpfs -o mode=755 rw /vmmci/rw && mkdir /vmmci/rw/upper /vmmci/rw/work
+	if ! mount -t overlay -o lowerdir=/vmmci/lower,upperdir=/vmmci/rw/upper,workdir=/vmmci/rw/work \
+		overlay $r 2>/tmp/mount.err; then
+		read -r why </tmp/mount.err
+		check root-share FAIL "mount -t overlay: $why"
+		return 0
+	fi
+	mount -t proc proc $r/proc && mount -t sysfs sysfs $r/sys &&
+		mount -t devtmpfs devtmpfs $r/dev && mount -t tmpfs -o mode=1777 tmp $r/tmp
+	if [ -f /vmmci/share ] && [ -d $r/mnt ]; then mount -o bind /mnt $r/mnt; fi
+	# --include's copy at the same path (a directory made in the overlay).
+	if [ -d /vmmci/include ] && mkdir -p $r/vmmci/include; then
+		mount -o bind /vmmci/include $r/vmmci/include
+	fi
+	root=$r
+	check root-share ok "the box's root (vmmci-root, read-only) under a tmpfs overlay"
+}
+
 # --- the user's commands (vmm-ci --run, in /vmmci/commands, one per line;
 # --include's files in /vmmci/include, the working directory): each with
 # its own timeout (/vmmci/timeout seconds), its output on the console, its
@@ -200,20 +238,36 @@ user_commands() {
 	[ -f /vmmci/timeout ] && read -r limit </vmmci/timeout
 	dir=/
 	[ -d /vmmci/include ] && dir=/vmmci/include
+	[ -f /vmmci/root-share ] && read -r dir </vmmci/root-share
+	[ -f /vmmci/share ] && dir=/mnt
+	cuid=1000 cgid=1000
+	[ -f /vmmci/share ] && read -r cuid cgid </vmmci/share
 	# /init's own files where user ci cannot plant a link (it may write /tmp).
 	W=/.vmmci-run
 	mkdir -m 700 $W 2>/dev/null
 	# Not root unless asked (vmm-ci --run-as root): user ci cannot open
 	# /dev/port or the consoles (0600 root), so it cannot forge a status
-	# or a line of ours; it owns --include's copy, its working directory.
+	# or a line of ours; it owns --include's copy (never the share: that is
+	# the host's, and ci has its owner's ids).
 	runas=user
 	[ -f /vmmci/run-as ] && read -r runas </vmmci/run-as
-	[ "$runas" = root ] || [ "$dir" = / ] || chown -R 1000:1000 "$dir"
+	[ "$runas" = root ] || [ ! -d /vmmci/include ] || chown -R ci:ci /vmmci/include
 	n=0
 	while IFS= read -r cmd; do
 		n=$((n + 1))
 		say "run $n start"
-		if [ "$runas" = root ]; then
+		# In the box's root: its own setpriv (util-linux) drops to ci's ids.
+		# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+		if [ -n "$root" ] && [ "$runas" = root ]; then
+			chroot $root /bin/sh -c 'cd "$1" && eval "$2"' sh "$dir" "$cmd" \
+				</dev/null >$W/run.out 2>$W/run.err &
+		elif [ -n "$root" ]; then
+			chroot $root /usr/bin/setpriv --reuid="$cuid" --regid="$cgid" --clear-groups \
+				/usr/bin/env -i HOME="$dir" USER=ci LOGNAME=ci \
+				PATH=/usr/local/bin:/usr/bin:/bin \
+				/bin/sh -c 'cd "$1" && eval "$2"' sh "$dir" "$cmd" \
+				</dev/null >$W/run.out 2>$W/run.err &
+		elif [ "$runas" = root ]; then
 			(cd "$dir" && exec sh -c "$cmd") </dev/null >$W/run.out 2>$W/run.err &
 		else
 			(cd "$dir" && HOME=$dir exec su -s /bin/sh ci -c "$cmd") </dev/null \
@@ -240,6 +294,7 @@ rng_check
 hvc_check
 ping_check
 [ "$full" = 1 ] && tools_checks
+share_checks
 
 first=1
 while read -r line; do
@@ -256,6 +311,9 @@ user_commands
 up
 say "init end uptime $UP"
 sync
+# The share's last writes reach the host before the VM stops.
+[ -n "$root" ] && umount $root/mnt 2>/dev/null
+[ -f /vmmci/share ] && umount /mnt 2>/dev/null
 if [ $failed -eq 0 ]; then
 	if [ "$off" = poweroff ]; then poweroff -f; else reboot -f; fi
 fi

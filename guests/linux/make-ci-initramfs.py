@@ -4,6 +4,7 @@ busybox and ci-init.sh as /init. Prints OUT's path on stdout.
 
 Usage: make-ci-initramfs.py OUT.cpio [--busybox PATH] [--commands FILE]
                               [--command-timeout S] [--include DIR]
+                              [--share UID:GID] [--root-share DIR]
 
 Contents: /dev/console (char 5:1, the kernel's first console), /dev /proc
 /sys /tmp /mnt/tools (with dev, proc, tmp under it) as directories,
@@ -119,11 +120,13 @@ def add_tree(c, src, dst):
 # The user the commands run as unless --run-as root (issue 26): not root,
 # so they cannot reach the status port (/dev/port, ioperm: CAP_SYS_RAWIO) or
 # the consoles (devtmpfs makes them 0600 root) and forge /init's lines.
-CI_USER = "ci:x:1000:1000:vmm-ci commands:/vmmci/include:/bin/sh\n"
+# With --share, ci has the shared directory's owner's ids, so the commands
+# write the host's files as their owner would (1000 if the owner is root).
+CI_USER = "ci:x:%d:%d:vmm-ci commands:/vmmci/include:/bin/sh\n"
 
 
 def write_initramfs(path, busybox, init_script, commands=None, timeout=60, include=None,
-                    run_as="user"):
+                    run_as="user", share=None, root_share=None):
     with open(busybox, "rb") as f:
         bb = f.read()
     with open(init_script, "rb") as f:
@@ -141,11 +144,19 @@ def write_initramfs(path, busybox, init_script, commands=None, timeout=60, inclu
             c.symlink("bin/" + a, "busybox")
         c.file("init", init)
         c.dir("etc")
-        c.file("etc/passwd", ("root:x:0:0:root:/:/bin/sh\n" + CI_USER).encode(), 0o644)
-        c.file("etc/group", b"root:x:0:\nci:x:1000:\n", 0o644)
+        uid, gid = share or (1000, 1000)
+        c.file("etc/passwd", ("root:x:0:0:root:/:/bin/sh\n" + CI_USER % (uid, gid)).encode(),
+               0o644)
+        c.file("etc/group", b"root:x:0:\nci:x:%d:\n" % gid, 0o644)
         c.file("etc/shells", b"/bin/sh\n", 0o644)
-        if commands is not None or include:
+        if commands is not None or include or share or root_share:
             c.dir("vmmci")
+        if share:  # ci-init.sh mounts the share at /mnt
+            c.file("vmmci/share", b"%d %d\n" % share, 0o644)
+        if root_share:  # the commands' working directory in the box's root
+            c.file("vmmci/root-share", root_share.encode() + b"\n", 0o644)
+            for d in ("vmmci/lower", "vmmci/rw", "vmmci/root"):
+                c.dir(d)
         if commands is not None:
             c.file("vmmci/commands", "".join(x + "\n" for x in commands).encode(), 0o644)
             c.file("vmmci/timeout", f"{timeout}\n".encode(), 0o644)
@@ -166,6 +177,12 @@ def main():
     ap.add_argument("--include", help="a directory copied to /vmmci/include")
     ap.add_argument("--run-as", choices=["user", "root"], default="user",
                     help="the commands run as user ci (uid 1000, default) or as root")
+    ap.add_argument("--share", metavar="UID:GID",
+                    help="/init mounts the virtio-fs tag vmmci-share at /mnt, the commands' "
+                    "working directory; user ci gets these ids")
+    ap.add_argument("--root-share", metavar="DIR",
+                    help="/init runs the commands in the box's root (virtio-fs tag "
+                    "vmmci-root, read-only, under a tmpfs overlay), in DIR unless --share")
     ap.add_argument("--init", help="another /init (default: ci-init.sh), e.g. status-init.sh")
     args = ap.parse_args()
     commands = None
@@ -174,6 +191,16 @@ def main():
             commands = [x.rstrip("\n") for x in f if x.strip()]
     if args.include and not os.path.isdir(args.include):
         sys.exit(f"make-ci-initramfs: --include {args.include}: not a directory")
+    share = None
+    if args.share:
+        try:
+            share = tuple(int(x) for x in args.share.split(":"))
+            if len(share) != 2 or min(share) < 0:
+                raise ValueError
+        except ValueError:
+            sys.exit(f"make-ci-initramfs: --share {args.share}: not UID:GID")
+    if args.root_share and "\n" in args.root_share:
+        sys.exit("make-ci-initramfs: --root-share: a directory name with a newline")
     busybox = args.busybox
     if not busybox:
         ensure_busybox_static()
@@ -182,7 +209,7 @@ def main():
         sys.exit(f"make-ci-initramfs: {busybox} is not statically linked "
                  "(install busybox-static, not busybox)")
     write_initramfs(args.out, busybox, args.init or os.path.join(HERE, "ci-init.sh"), commands,
-                    args.command_timeout, args.include, args.run_as)
+                    args.command_timeout, args.include, args.run_as, share, args.root_share)
     print(f"make-ci-initramfs: {args.out}: {os.path.getsize(args.out)} bytes", file=sys.stderr)
     print(args.out)
 

@@ -329,7 +329,12 @@ def cmdline_for(cell, net, token, append=""):
     return " ".join(words)
 
 
-def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout, extra=()):
+# The virtio-fs tags of vmm-ci --share and --root-share (ci-init.sh mounts them).
+SHARE_TAG = "vmmci-share"
+ROOT_TAG = "vmmci-root"
+
+
+def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout, extra=(), fs=()):
     argv = [vmm, "--kernel", cell.kernel_path, "--boot", "pvh" if cell.boot == "pvh" else "linux",
             "--initrd", initrd, "--memory", "256",
             "--cpus", str(cell.cpus), "--irq-mode", cell.mode, "--disk", disk, "--rng",
@@ -339,6 +344,8 @@ def vmm_argv(cell, vmm, initrd, disk, tools, fifo, cmdline, tap, timeout, extra=
         argv += ["--disk", tools + ",ro"]
     if tap:
         argv += ["--net", "tap=" + tap]
+    for f in fs:
+        argv += ["--fs", f]
     return argv + list(extra)
 
 
@@ -386,7 +393,7 @@ def run_cell(cell, index, ctx):
                 iperf = start_iperf3_server(prefix)
         argv = prefix + vmm_argv(cell, ctx.vmm, ctx.initrd, disk, ctx.tools if cell.full else None,
                                  fifo, cmdline, netns.tap if netns else None, limit,
-                                 ctx.vmm_args)
+                                 ctx.vmm_args, getattr(ctx, "fs", ()))
         session = Session(argv, fifo, on_line)
         code, killed = session.run(limit + 60)
     finally:

@@ -37,7 +37,7 @@ BAD_LINES = [
     ("ACPI Error/Warning", re.compile(r"ACPI (?:BIOS )?(?:Error|Warning)|ACPI Exception")),
 ]
 
-VIRTIO_TYPES = {1: "net", 2: "blk", 3: "console", 4: "rng"}
+VIRTIO_TYPES = {1: "net", 2: "blk", 3: "console", 4: "rng", 26: "fs"}
 
 
 @dataclass
@@ -295,7 +295,9 @@ def irq_path_check(stats, e):
     if not stats.seen:
         return Check("irq-path", FAIL, "no --stats lines from the VMM")
     paths = irq_paths(stats)
-    desc = ", ".join(f"{n} {p['path']} (msi {p['msi']}, pin {p['pin']} {p['intx']})"
+    desc = ", ".join(f"{n} {p['path']} (msi {p['msi']}, "
+                     + (f"irqfd binds {p['irqfd_binds']}, " if p.get("irqfd_binds") else "")
+                     + f"pin {p['pin']} {p['intx']})"
                      for n, p in sorted(paths.items()))
     bad = [n for n, p in paths.items() if p["path"] in ("none", "mixed")]
     if e.msi is not None:

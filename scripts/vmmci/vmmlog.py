@@ -21,6 +21,8 @@ class Stats:
     rng_bytes: dict = field(default_factory=dict)
     net: dict = field(default_factory=dict)  # virtio-net0 -> {rx, tx, tx-errors, ...}
     blk: dict = field(default_factory=dict)
+    irqfd_binds: dict = field(default_factory=dict)  # device -> binds of a backend's call fd
+    calls: dict = field(default_factory=dict)  # device -> backend calls the VMM served
     seen: bool = False
 
 
@@ -31,6 +33,9 @@ STAT_RNG = re.compile(r"vmm: stats: (virtio-rng\d+): bytes (\d+)")
 STAT_NET = re.compile(r"vmm: stats: (virtio-net\d+) \S+: (.*)$")
 STAT_BLK = re.compile(r"vmm: stats: (virtio-blk\d+) \S+: (.*)$")
 KEYVALS = re.compile(r"([a-z][a-z-]*) (\d+)")
+# A queue served by another process (vhost-user): the calls the VMM raised
+# itself, and how often the backend's call fd became the vector's irqfd.
+STAT_CALLS = re.compile(r"vmm: stats: (virtio-\S+) queue \d+ .*, calls (\d+), irqfd binds (\d+)")
 
 
 def parse_stats(text):
@@ -50,6 +55,10 @@ def parse_stats(text):
             s.rng_bytes[m.group(1)] = int(m.group(2))
         elif m := STAT_NET.search(line):
             s.net[m.group(1)] = {k: int(v) for k, v in KEYVALS.findall(m.group(2))}
+        elif m := STAT_CALLS.search(line):
+            name = m.group(1)
+            s.calls[name] = s.calls.get(name, 0) + int(m.group(2))
+            s.irqfd_binds[name] = s.irqfd_binds.get(name, 0) + int(m.group(3))
         elif m := STAT_BLK.search(line):
             s.blk[m.group(1)] = {k: int(v) for k, v in KEYVALS.findall(m.group(2))}
     return s
@@ -98,9 +107,12 @@ def irq_paths(stats):
         pin = intx_pin(d["slot"])
         msi = stats.msi.get(name, 0)
         intx = stats.pins.get(pin, 0) if len(owners[pin]) == 1 else 0
-        path = "mixed" if msi and intx else "msix" if msi else "intx" if intx else "none"
+        # A backend's call fd bound as an irqfd sends MSI-X the VMM never sees.
+        binds = stats.irqfd_binds.get(name, 0)
+        path = "mixed" if (msi or binds) and intx else "msix" if msi or binds else \
+            "intx" if intx else "none"
         paths[name] = {"path": path, "msi": msi, "intx": intx, "pin": pin,
-                       "interrupts": d["interrupts"]}
+                       "interrupts": d["interrupts"], "irqfd_binds": binds}
     return paths
 
 

@@ -621,6 +621,25 @@ class Parsing(unittest.TestCase):
         self.assertEqual(p["virtio-blk0"]["path"], "intx")
         self.assertEqual(p["virtio-rng0"]["path"], "msix")
 
+    def test_stats_paths_of_a_backend_served_device(self):
+        """virtio-fs: its interrupts go backend -> irqfd -> guest under MSI-X
+        (the VMM raised none, its binds count), through the VMM's pin under INTx."""
+        msix = consolelog.parse_stats(
+            "vmm: stats: virtio-fs0 (slot 3): notifies 0, interrupts 0, broken 0\n"
+            "vmm: stats: virtio-fs0 queue 0 (fs): vector MSI-X 0, notifies 0, requests 0, "
+            "interrupts 0, calls 0, irqfd binds 1 (on vector 0)\n"
+            "vmm: stats: virtio-fs0 queue 1 (fs): vector MSI-X 1, notifies 0, requests 0, "
+            "interrupts 0, calls 0, irqfd binds 2 (on vector 1)\n")
+        p = consolelog.irq_paths(msix)
+        self.assertEqual((p["virtio-fs0"]["path"], p["virtio-fs0"]["irqfd_binds"]), ("msix", 3))
+        intx = consolelog.parse_stats(
+            "vmm: stats: INTx pin 19 (1 sharer) asserted 40 deasserted 40 resamples 0\n"
+            "vmm: stats: virtio-fs0 (slot 3): notifies 0, interrupts 40, broken 0\n"
+            "vmm: stats: virtio-fs0 queue 1 (fs): vector INTx, notifies 0, requests 0, "
+            "interrupts 40, calls 40, irqfd binds 0\n")
+        self.assertEqual(consolelog.irq_paths(intx)["virtio-fs0"]["path"], "intx")
+        self.assertEqual(intx.calls["virtio-fs0"], 40)
+
     def test_fio_terse_and_iperf(self):
         fields = ["0"] * 60
         fields[0], fields[6], fields[7], fields[47], fields[48] = "3", "68", "17", "60", "15"
