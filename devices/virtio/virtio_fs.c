@@ -49,8 +49,15 @@ static int fs_start_queue(struct virtio_fs *fs, const struct virtio_queue_info *
 	if (vhost_user_set_vring_num(vu, q->index, q->size, e) ||
 	    vhost_user_set_vring_base(vu, q->index, 0, e) ||
 	    vhost_user_set_vring_addr(vu, q->index, desc, avail, used, e) ||
-	    vhost_user_set_vring_kick(vu, q->index, q->kick_fd, e) ||
 	    vhost_user_set_vring_call(vu, q->index, q->call_fd, e))
+		return -1;
+	/* SET_VRING_KICK starts the ring in the backend (libvhost-user), so it
+	 * comes after the call fd: a kick the guest wrote before DRIVER_OK is
+	 * already in the fd, and its reply must find the interrupt. From here
+	 * on a stop owes the backend a GET_VRING_BASE, even if a later
+	 * message fails. */
+	fs->started_queues |= 1u << q->index;
+	if (vhost_user_set_vring_kick(vu, q->index, q->kick_fd, e))
 		return -1;
 	if (vu->features & VIRTIO_FEATURE(VHOST_USER_F_PROTOCOL_FEATURES))
 		return vhost_user_set_vring_enable(vu, q->index, true, e);
@@ -77,18 +84,23 @@ static int fs_start(struct virtio_dev *d, const struct virtio_external_start *s)
 	return 0;
 }
 
-/* Reset or teardown: the backend stops each ring (GET_VRING_BASE). */
+/* Reset or teardown after a start, whole or partial: the backend stops
+ * each ring it started (GET_VRING_BASE), and only those: a guest may
+ * enable some queues and not others, and virtiofsd dies on a
+ * GET_VRING_BASE for a ring it never started (an assertion, or a NULL
+ * queue), as QEMU, which skips such rings, never sends one. */
 static void fs_stop(struct virtio_dev *d)
 {
 	struct virtio_fs *fs = fs_of(d);
 	struct err e = {0};
 	uint32_t base;
-	if (!fs->running)
-		return;
+	if (fs->running)
+		atomic_fetch_add(&fs->stops, 1);
 	fs->running = false;
-	atomic_fetch_add(&fs->stops, 1);
 	for (unsigned q = 0; q < d->num_queues && !fs->vu.broken; q++)
-		vhost_user_get_vring_base(&fs->vu, q, &base, &e);
+		if (fs->started_queues & (1u << q))
+			vhost_user_get_vring_base(&fs->vu, q, &base, &e);
+	fs->started_queues = 0;
 }
 
 static const struct virtio_dev_ops fs_ops = {

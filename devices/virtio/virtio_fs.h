@@ -34,6 +34,7 @@ struct virtio_fs {
 	uint32_t num_request_queues;
 	uint64_t backend_features; /* GET_FEATURES, less the protocol bit */
 	bool running;		   /* start succeeded, stop not yet called */
+	uint32_t started_queues;   /* rings the backend started (bit = queue), until stop */
 	atomic_uint_fast64_t starts, stops, backend_failures;
 };
 

@@ -317,7 +317,9 @@ static void vp_start_locked(struct virtio_pci *vp)
 			    i, q->size, q->desc, q->driver, q->device, q->notify_fd, q->call.fd};
 	}
 	int ret = vp->dev->ops->start ? vp->dev->ops->start(vp->dev, &st) : -ENOSYS;
-	vp->started = ret == 0;
+	/* A start that failed part way may have left rings running in the
+	 * backend: the stop hook undoes what it did, whole or in part. */
+	vp->started = vp->dev->ops->start != NULL;
 	if (ret < 0) {
 		char why[64];
 		snprintf(why, sizeof(why), "its backend did not start: %s", strerror(-ret));
@@ -371,7 +373,9 @@ static void vp_set_status_locked(struct virtio_pci *vp, uint8_t v)
 		 * virtio-rng does in its probe. */
 		kick[i] = vp->queues[i].enabled && virtq_has_avail(&d->vqs[i]);
 	}
-	if (d->ops->external_queues)
+	/* A device that already needs a reset (a queue refused at enable)
+	 * hands its backend nothing: its queues are not live either. */
+	if (d->ops->external_queues && !atomic_load(&vp->needs_reset))
 		vp_start_locked(vp); /* the notify ioeventfds kept what came before */
 	else if (d->ops->activate)
 		d->ops->activate(d);

@@ -129,7 +129,7 @@ struct virtio_pci {
 	bool late_setup_logged;
 	unsigned reset_warnings; /* guest-triggered warnings so far (rate limit) */
 	struct virtio_pci_call config_call;
-	bool started; /* external queues: start returned 0, stop not yet called */
+	bool started; /* external queues: start was called (whole or part), stop not yet */
 	atomic_uint_fast64_t notifies, interrupts, broken;
 };
 

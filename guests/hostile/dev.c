@@ -205,11 +205,38 @@ bool hdev_to_features_ok(struct hdev *d, uint64_t extra)
 	return true;
 }
 
+bool fs_up_queues(struct hdev *d, unsigned mask)
+{
+	uint16_t want = d->msix ? 1 : VIRTIO_MSI_NO_VECTOR, vec = 0;
+	const char *why = "ok";
+	bool ok = true;
+
+	d->up = false;
+	if (!hdev_to_features_ok(d, 0))
+		return false;
+	/* 5.11.2: hiprio (queue 0) and the request queue share MSI-X entry 1. */
+	if (mask & 1)
+		ok = virtq_setup(&d->vp, 0, FS_HIPRIO_QSIZE, want, &d->hiprio, &vec, &why) &&
+		     (!d->msix || vec == 1);
+	if (ok && (mask & 2))
+		ok = virtq_setup(&d->vp, FS_REQUEST_Q, d->qsize, want, &d->vq, &vec, &why) &&
+		     (!d->msix || vec == 1);
+	if (!expect(ok, "%s: set-up: queues 0x%x (4.1.5.1.3): %s; queue_msix_vector 0x%04x",
+		    d->name, mask, why, vec))
+		return false;
+	virtio_set_status(&d->vp, 0x0F);
+	ok = expect_status(d, 0x0F, "set-up: DRIVER_OK (3.1.1 step 8)");
+	d->up = ok && (mask & 2);
+	return ok;
+}
+
 bool hdev_up(struct hdev *d, uint64_t extra)
 {
 	const char *why;
 	uint16_t vec;
 
+	if (d->kind == HD_FS)
+		return fs_up_queues(d, 3);
 	if (!hdev_to_features_ok(d, extra))
 		return false;
 	bool ok = virtq_setup(&d->vp, 0, d->qsize, d->msix ? 1 : VIRTIO_MSI_NO_VECTOR, &d->vq, &vec,
@@ -394,6 +421,58 @@ static bool blk_works(struct hdev *d, const char *what)
 	return true;
 }
 
+int fs_post_init(struct hdev *d, bool kick)
+{
+	struct fs_msg *m = H.fs_msg;
+
+	memset(m, 0, sizeof(*m));
+	m->in.len = sizeof(m->in) + sizeof(m->args);
+	m->in.opcode = FUSE_INIT;
+	m->in.unique = ++H.fs_unique;
+	m->args = (struct fuse_init_in){.major = 7, .minor = 31};
+	struct virtq_buf b[4] = {{&m->in, sizeof(m->in)},
+				 {&m->args, sizeof(m->args)},
+				 {&m->out, sizeof(m->out)},
+				 {m->reply, sizeof(m->reply)}};
+	int head = virtq_add(&d->vq, b, 2, 2);
+	if (head >= 0 && kick)
+		virtq_kick(&d->vq);
+	return head;
+}
+
+bool fs_init_reply_ok(char *why, size_t n)
+{
+	const struct fs_msg *m = H.fs_msg;
+	uint32_t major = *(const volatile uint32_t *)m->reply;
+
+	snprintf(why, n, "reply unique %lu (sent %lu), len %u, error %d, major %u", m->out.unique,
+		 H.fs_unique, m->out.len, m->out.error, major);
+	return m->out.unique == H.fs_unique && m->out.error == 0 && m->out.len > sizeof(m->out) &&
+	       m->out.len <= sizeof(m->out) + sizeof(m->reply) && major == 7;
+}
+
+/* A FUSE_INIT and its reply (virtiofsd takes one again after a reset: a
+ * new session). */
+static bool fs_works(struct hdev *d, const char *what)
+{
+	uint64_t before = hdev_qirqs(d);
+	char why[128];
+	uint16_t id = 0;
+	uint32_t len = 0;
+
+	int head = fs_post_init(d, true);
+	if (!expect(head >= 0, "%s: %s: no free descriptors", d->name, what))
+		return false;
+	bool used = wait_used(d, before, &id, &len);
+	if (!expect(used && id == (uint16_t)head,
+		    "%s: %s: FUSE_INIT: no used entry with its interrupt within %u ms (id %u of "
+		    "head %d, %lu interrupts)",
+		    d->name, what, H_WAIT_US / 1000, id, head, hdev_qirqs(d) - before))
+		return false;
+	bool ok = fs_init_reply_ok(why, sizeof(why));
+	return expect(ok, "%s: %s: FUSE_INIT: %s", d->name, what, why);
+}
+
 static bool testdev_works(struct hdev *d, const char *what)
 {
 	struct used_wait w = {d, hdev_qirqs(d)};
@@ -411,6 +490,7 @@ bool hdev_works(struct hdev *d, const char *what)
 	switch (d->kind) {
 	case HD_RNG: return rng_works(d, what);
 	case HD_BLK: return blk_works(d, what);
+	case HD_FS: return fs_works(d, what);
 	default: return testdev_works(d, what);
 	}
 }

@@ -2,8 +2,9 @@
  * hostile: attacks on the VMM's virtio-pci devices (virtio 1.2), their
  * MSI-X tables (PCI Local Bus 3.0, 6.8.2) and their BARs, from a guest
  * that means harm. Needs a virtio-blk disk of the host's pattern (byte i =
- * (i * 131 + (i >> 9) * 7 + 3) & 0xFF, at least 4096 sectors), virtio-rng
- * and a testdev; tests/guest/hostile_test.py runs it.
+ * (i * 131 + (i >> 9) * 7 + 3) & 0xFF, at least 4096 sectors), virtio-rng,
+ * virtio-fs (any directory, tag "hostile") and a testdev;
+ * tests/guest/hostile_test.py runs it.
  *
  * Each case is one attack (or a few forms of one) on one device, and
  * checks that
@@ -16,8 +17,9 @@
  * No interrupt may arrive on a vector no device was given.
  *
  * Output: "hostile: ok   NAME" or "hostile: FAIL NAME: DETAIL" per case,
- * "hostile: info ..." lines, "hostile: needs-reset seen: blk N, rng M"
- * (what the VMM's --stats "broken" counters must say), and at the end
+ * "hostile: info ..." lines, "hostile: needs-reset seen: blk N, rng M, fs K"
+ * (what the VMM's --stats "broken" counters must say), "hostile: fs
+ * backend gone" when a case left the fs device without its backend, and at the end
  * "hostile: all N cases passed" (reset, VMM exit 0) or "hostile: N of M
  * cases failed" (guest_exit(1), VMM exit 3).
  *
@@ -84,6 +86,15 @@ static const struct hcase cases[] = {
     {"bar-over-lapic", HD_BLK, case_bar_over_lapic},
     {"bar-over-ioapic", HD_BLK, case_bar_over_ioapic},
     {"readonly-config-bits", HD_BLK, case_readonly_config},
+    /* virtio-fs (5.11), its queues served by another process. The last
+     * may cost the device its backend for the rest of the run. */
+    {"fs-queue-size-not-pow2", HD_FS, case_fs_queue_size_not_pow2},
+    {"fs-ring-misaligned", HD_FS, case_fs_ring_misaligned},
+    {"fs-driver-ok-partial-queues", HD_FS, case_fs_partial_queues},
+    {"fs-kick-before-driver-ok", HD_FS, case_fs_kick_before_driver_ok},
+    {"fs-reset-during-inflight", HD_FS, case_fs_reset_inflight},
+    {"fs-reset-cycles", HD_FS, case_fs_reset_cycles},
+    {"fs-desc-past-ram", HD_FS, case_fs_desc_past_ram},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -170,7 +181,7 @@ static void find_ram_end(const struct boot_params *bp)
 
 static void find_devices(void)
 {
-	static const char *const names[HD_COUNT] = {"blk", "rng", "testdev"};
+	static const char *const names[HD_COUNT] = {"blk", "rng", "fs", "testdev"};
 	unsigned nfunc = pci_enum_bus0(funcs, MAX_FUNCS);
 
 	for (unsigned k = 0; k < HD_COUNT; k++) {
@@ -179,6 +190,7 @@ static void find_devices(void)
 	}
 	H.dev[HD_BLK].qsize = BLK_QSIZE;
 	H.dev[HD_RNG].qsize = RNG_QSIZE;
+	H.dev[HD_FS].qsize = FS_QSIZE;
 	for (unsigned i = 0; i < nfunc && i < MAX_FUNCS; i++) {
 		const struct pci_func *f = &funcs[i];
 		int k = -1;
@@ -188,6 +200,9 @@ static void find_devices(void)
 		else if (f->vendor == VIRTIO_PCI_VENDOR &&
 			 f->device == VIRTIO_PCI_MODERN_DEVICE + VIRTIO_ID_RNG)
 			k = HD_RNG;
+		else if (f->vendor == VIRTIO_PCI_VENDOR &&
+			 f->device == VIRTIO_PCI_MODERN_DEVICE + VIRTIO_ID_FS)
+			k = HD_FS;
 		else if (f->vendor == TESTDEV_VENDOR && f->device == TESTDEV_DEVICE)
 			k = HD_TD;
 		if (k < 0 || H.dev[k].pf)
@@ -203,10 +218,11 @@ static void find_devices(void)
 	}
 	for (unsigned k = 0; k < HD_COUNT; k++)
 		if (!expect(H.dev[k].pf != NULL,
-			    "no %s on bus 0 (run with --disk IMG --rng --device testdev)",
+			    "no %s on bus 0 (run with --disk IMG --rng --fs DIR,tag=" FS_TAG
+			    " --device testdev)",
 			    H.dev[k].name))
 			return;
-	for (unsigned k = HD_BLK; k <= HD_RNG; k++) {
+	for (unsigned k = HD_BLK; k < HD_VIRTIO_END; k++) {
 		struct hdev *d = &H.dev[k];
 		const char *why;
 		bool ok = virtio_pci_parse(d->pf->slot, (uint16_t)(d->pf->device - 0x1040u),
@@ -231,8 +247,9 @@ static bool alloc_buffers(void)
 	H.table1 = ram_alloc(16 * sizeof(struct virtq_desc), 16);
 	H.table2 = ram_alloc(16 * sizeof(struct virtq_desc), 16);
 	H.big = ram_alloc(BIG_BYTES, 4096);
+	H.fs_msg = ram_alloc(sizeof(struct fs_msg), 64);
 	return expect(H.rng_buf && H.blk_hdr && H.blk_status && H.blk_data && H.table1 &&
-			  H.table2 && H.big,
+			  H.table2 && H.big && H.fs_msg,
 		      "the RAM pool is too small for the buffers");
 }
 
@@ -269,6 +286,12 @@ static void check_interrupts(void)
 			       H.dev[k].name);
 }
 
+/* The fs device without its backend cannot work again in this run. */
+static bool dev_gone(unsigned k)
+{
+	return k == HD_FS && H.fs_gone;
+}
+
 static void run_case(const struct hcase *c)
 {
 	struct hdev *t = &H.dev[c->target];
@@ -276,18 +299,19 @@ static void run_case(const struct hcase *c)
 
 	H.why[0] = 0;
 	irq_snap(&snap);
-	for (unsigned k = HD_BLK; k <= HD_RNG; k++)
-		if (!H.dev[k].up)
+	for (unsigned k = HD_BLK; k < HD_VIRTIO_END; k++)
+		if (!H.dev[k].up && !dev_gone(k))
 			hdev_up(&H.dev[k], 0);
 	if (!H.why[0])
 		c->run(t);
 	/* 3: the other devices keep working... */
 	snprintf(what, sizeof(what), "after %s on %s", c->name, t->name);
 	for (unsigned k = 0; k < HD_COUNT; k++)
-		if (k != c->target)
+		if (k != c->target && !dev_gone(k))
 			hdev_works(&H.dev[k], what);
-	/* ... and the attacked one works again after a reset. */
-	if (t->kind != HD_TD && hdev_up(t, 0))
+	/* ... and the attacked one works again after a reset (unless the
+	 * case left it without its backend, and said so). */
+	if (t->kind != HD_TD && !dev_gone(t->kind) && hdev_up(t, 0))
 		hdev_works(t, "after a reset");
 	check_interrupts();
 	H.cases++;
@@ -336,7 +360,7 @@ static uint64_t user_main(void *arg)
 	}
 	for (unsigned k = 0; k < HD_COUNT; k++)
 		hdev_setup_irq(&H.dev[k]);
-	for (unsigned k = HD_BLK; k <= HD_RNG; k++)
+	for (unsigned k = HD_BLK; k < HD_VIRTIO_END; k++)
 		hdev_up(&H.dev[k], 0);
 	for (unsigned k = 0; k < HD_COUNT; k++)
 		hdev_works(&H.dev[k], "before any attack");
@@ -363,13 +387,15 @@ static uint64_t user_main(void *arg)
 		run_case(&cases[i]);
 	}
 
-	for (unsigned k = HD_BLK; k <= HD_RNG; k++)
+	for (unsigned k = HD_BLK; k < HD_VIRTIO_END; k++)
 		hdev_reset(&H.dev[k]);
 	report_setup("final reset");
 	info("the longest wait for an expected event took %lu us (bound %u us)", H.max_wait_us,
 	     H_WAIT_US);
-	printf("hostile: needs-reset seen: blk %u, rng %u\n", H.dev[HD_BLK].needs_reset_seen,
-	       H.dev[HD_RNG].needs_reset_seen);
+	if (H.fs_gone)
+		printf("hostile: fs backend gone\n");
+	printf("hostile: needs-reset seen: blk %u, rng %u, fs %u\n", H.dev[HD_BLK].needs_reset_seen,
+	       H.dev[HD_RNG].needs_reset_seen, H.dev[HD_FS].needs_reset_seen);
 	if (H.failed || H.setup_failures || !H.cases) {
 		printf("hostile: %u of %u cases failed%s\n", H.failed, H.cases,
 		       H.setup_failures ? " (and set-up failed)" : "");

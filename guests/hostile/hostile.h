@@ -24,8 +24,10 @@
 #include "guest/ram.h"
 #include "guest/virtio.h"
 
-/* The devices a run needs: --disk, --rng and --device testdev. */
-enum { HD_BLK, HD_RNG, HD_TD, HD_COUNT };
+/* The devices a run needs: --disk, --rng, --fs DIR,tag=FS_TAG and --device
+ * testdev; the virtio ones come first (kind < HD_TD). */
+enum { HD_BLK, HD_RNG, HD_FS, HD_TD, HD_COUNT };
+#define HD_VIRTIO_END HD_TD
 
 /* The testdev (devices/pci/pci_testdev.h). */
 #define TESTDEV_VENDOR	0x1234
@@ -58,6 +60,36 @@ struct blk_hdr {
 	uint64_t sector;
 };
 
+/* 5.11: virtio-fs. Queue 0 is hiprio, queue 1 the request queue; requests
+ * are FUSE messages (Linux include/uapi/linux/fuse.h, protocol 7.31): a
+ * device-readable fuse_in_header and arguments, then a device-writable
+ * fuse_out_header and the reply. */
+#define FS_TAG	     "hostile"
+#define FS_REQUEST_Q 1
+#define FUSE_INIT    26
+struct fuse_in_header {
+	uint32_t len, opcode;
+	uint64_t unique, nodeid;
+	uint32_t uid, gid, pid;
+	uint16_t total_extlen, padding;
+};
+struct fuse_out_header {
+	uint32_t len;
+	int32_t error;
+	uint64_t unique;
+};
+struct fuse_init_in {
+	uint32_t major, minor, max_readahead, flags;
+};
+#define FUSE_INIT_OUT_BYTES 64 /* struct fuse_init_out, 7.31 */
+/* One FUSE request's buffers: header and arguments, reply header and reply. */
+struct fs_msg {
+	struct fuse_in_header in;
+	struct fuse_init_in args;
+	struct fuse_out_header out;
+	uint8_t reply[FUSE_INIT_OUT_BYTES];
+};
+
 /* IDT vectors: MSI-X entry 0 (configuration changes) of device n gets
  * VEC_MSIX_BASE + 8n, entry 1 (queue 0) the next one; the testdev's entry 0
  * gets its "queue" vector. IOAPIC pin p gets VEC_INTX_BASE + p. */
@@ -83,6 +115,9 @@ struct blk_hdr {
  * huge-length case, blk's 16 requests of 3 descriptors. */
 #define RNG_QSIZE 256
 #define BLK_QSIZE 128
+/* virtio-fs: the request queue's size, and hiprio's (never used here). */
+#define FS_QSIZE	64
+#define FS_HIPRIO_QSIZE 8
 
 struct hdev {
 	const char *name; /* "blk", "rng", "testdev" */
@@ -102,9 +137,10 @@ struct hdev {
 	volatile uint64_t td_acked; /* testdev INTx doorbells acknowledged */
 	uint64_t offered;	    /* device features */
 	bool up;		    /* DRIVER_OK, queue 0 working */
-	uint16_t qsize;		    /* queue 0 size to set up */
-	struct virtq vq;
-	unsigned needs_reset_seen; /* resets that found NEEDS_RESET set */
+	uint16_t qsize;		    /* queue 0 size to set up (fs: queue 1) */
+	struct virtq vq;	    /* queue 0 (fs: the request queue, 1) */
+	struct virtq hiprio;	    /* fs: queue 0 */
+	unsigned needs_reset_seen;  /* resets that found NEEDS_RESET set */
 };
 
 struct hostile {
@@ -124,6 +160,8 @@ struct hostile {
 	unsigned cases, failed;
 	char why[320];	      /* the running case's first failure */
 	uint64_t max_wait_us; /* the longest wait for an expected event */
+	bool fs_gone;	      /* the fs device's backend is gone: it cannot work again */
+	uint64_t fs_unique;   /* the last FUSE request's unique */
 	/* Buffers, from the RAM pool. */
 	uint8_t *rng_buf;		    /* 4 KiB */
 	struct blk_hdr *blk_hdr;	    /* one request header */
@@ -131,6 +169,7 @@ struct hostile {
 	uint8_t *blk_data;		    /* 64 KiB */
 	uint8_t *big;			    /* BIG_BYTES, the huge-length case */
 	struct virtq_desc *table1, *table2; /* indirect tables, 16 entries each */
+	struct fs_msg *fs_msg;		    /* one FUSE request */
 };
 
 #define BIG_BYTES (32ull << 20)
@@ -198,6 +237,16 @@ static inline void *ram_alloc_page(void)
 {
 	return ram_alloc(4096, 4096);
 }
+/* virtio-fs: a FUSE_INIT posted on the request queue (not kicked when
+ * !kick); the head, or -1. */
+int fs_post_init(struct hdev *d, bool kick);
+/* Whether the used entry of head came back as a good FUSE_INIT reply
+ * (unique, length, error 0, major 7); why not in `why`. */
+bool fs_init_reply_ok(char *why, size_t n);
+/* The 3.1.1 sequence for the fs device with only the queues in `mask`
+ * (bit 0 hiprio, bit 1 requests) enabled, then DRIVER_OK; d->up is set
+ * when the request queue is among them and the status reads 0x0F. */
+bool fs_up_queues(struct hdev *d, unsigned mask);
 /* BAR n of d's config space: write the low dword. */
 void bar_write(struct hdev *d, unsigned bar, uint32_t v);
 uint32_t bar_read(struct hdev *d, unsigned bar);
@@ -234,5 +283,12 @@ void case_bar_over_bar(struct hdev *t);
 void case_bar_over_lapic(struct hdev *t);
 void case_bar_over_ioapic(struct hdev *t);
 void case_readonly_config(struct hdev *t);
+void case_fs_queue_size_not_pow2(struct hdev *t);
+void case_fs_ring_misaligned(struct hdev *t);
+void case_fs_partial_queues(struct hdev *t);
+void case_fs_reset_cycles(struct hdev *t);
+void case_fs_reset_inflight(struct hdev *t);
+void case_fs_kick_before_driver_ok(struct hdev *t);
+void case_fs_desc_past_ram(struct hdev *t);
 
 #endif

@@ -7,13 +7,18 @@ Usage:
 Makes a disk image of N 512-byte sectors (byte i = (i * 131 + (i >> 9) * 7 + 3)
 & 0xFF, the pattern the guest reads back), opened with O_DIRECT where the
 file system allows it (so a reset really meets reads in flight), and boots the
-guest with that disk, virtio-rng and a testdev, MSI-X or --irq-mode intx, with
---stats. Passes when:
+guest with that disk, virtio-rng, virtio-fs over an empty temporary directory
+(--fs DIR,tag=hostile: Debian's virtiofsd serves it) and a testdev, MSI-X or
+--irq-mode intx, with --stats. Passes when:
   - the VMM exits 0 (the guest reset the machine after "hostile: all N cases
-    passed"), N >= 15, one "hostile: ok" line per case and no "hostile: FAIL";
-  - the VMM's "broken" counters (--stats) of virtio-blk and virtio-rng equal
-    the NEEDS_RESET states the guest saw ("hostile: needs-reset seen: blk N,
-    rng M"), and both rose;
+    passed"), N >= MIN_CASES (every case), one "hostile: ok" line per case and
+    no "hostile: FAIL";
+  - the VMM's "broken" counters (--stats) of virtio-blk, virtio-rng and
+    virtio-fs equal the NEEDS_RESET states the guest saw ("hostile:
+    needs-reset seen: blk N, rng M, fs K"), and all rose;
+  - when the guest says "hostile: fs backend gone" (a case left the fs device
+    without virtiofsd), the VMM said on stderr that its backend exited and
+    --stats counts a backend failure; otherwise it counts none;
   - the VMM logged that it refused BARs over RAM, the LAPIC and the IOAPIC;
   - the disk image is as long as before and holds the host's pattern
     everywhere but the scratch sector the guest writes (sectors - 16).
@@ -43,7 +48,7 @@ from vmm_test import kvm_usable  # noqa: E402
 
 SECTOR = 512
 EXIT_INTERRUPTED = 10  # vmm/host/exit_code.h
-MIN_CASES = 15
+MIN_CASES = 36  # every case of guests/hostile/hostile.c
 
 
 def host_pattern(nbytes):
@@ -82,6 +87,8 @@ def main():
 
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
+        share = os.path.join(tmp, "share")
+        os.mkdir(share)
         path = os.path.join(tmp, "hostile-disk.img")
         original = host_pattern(a.sectors * SECTOR)
         with open(path, "wb") as f:
@@ -92,6 +99,7 @@ def main():
                "--disk", path + (",direct" if direct else "") +
                (f",queues={a.disk_queues}" if a.disk_queues > 1 else ""), "--rng", "--device",
                "testdev",
+               "--fs", share + ",tag=hostile",
                "--stats", "--timeout", "120", "--cmdline", keys]
         if a.mode == "intx":
             cmd += ["--irq-mode", "intx"]
@@ -126,11 +134,12 @@ def main():
     for line in re.findall(r"^hostile: FAIL .*$", out, re.M):
         failures.append(line)
 
-    seen = re.search(r"^hostile: needs-reset seen: blk (\d+), rng (\d+)$", out, re.M)
+    seen = re.search(r"^hostile: needs-reset seen: blk (\d+), rng (\d+), fs (\d+)$", out, re.M)
     if not seen:
         failures.append("console lacks 'hostile: needs-reset seen: ...'")
     else:
-        for name, want in (("blk", int(seen.group(1))), ("rng", int(seen.group(2)))):
+        for name, want in (("blk", int(seen.group(1))), ("rng", int(seen.group(2))),
+                           ("fs", int(seen.group(3)))):
             st = re.search(rf"^vmm: stats: virtio-{name}\d* \(slot \d+\): notifies \d+, "
                            rf"interrupts \d+, broken (\d+)$", err, re.M)
             if not st:
@@ -140,6 +149,8 @@ def main():
                                 f"saw NEEDS_RESET {want} times (both must agree and be > 0)")
             else:
                 print(f"virtio-{name}: broken {want}, as the guest saw")
+
+    failures += check_fs_backend(out, err)
 
     for rx in (r"BAR0 at 0x[0-9a-f]+ overlaps guest RAM; left unmapped",
                r"BAR0 at 0xfee00000 \(size 0x[0-9a-f]+\) overlaps the LAPIC",
@@ -165,6 +176,27 @@ def main():
     if not failures:
         print("PASS")
     return 1 if failures else 0
+
+
+def check_fs_backend(out, err):
+    """The fs backend's fate as the guest and the VMM tell it: problems found."""
+    st = re.search(r"^vmm: stats: virtio-fs\d*: backend starts (\d+) stops (\d+) "
+                   r"failures (\d+)$", err, re.M)
+    if not st:
+        return ["stderr lacks the --stats backend line of virtio-fs"]
+    starts, stops, failures = (int(g) for g in st.groups())
+    gone = re.search(r"^hostile: fs backend gone$", out, re.M) is not None
+    exited = re.search(r"its vhost-user backend \S+ exited", err) is not None
+    print(f"virtio-fs backend: starts {starts}, stops {stops}, failures {failures}; "
+          f"{'gone (the guest says), ' if gone else ''}"
+          f"{'it exited' if exited else 'it never exited'}")
+    if gone and (not exited or failures == 0):
+        return ["the guest found the fs backend gone, but the VMM did not say it exited "
+                "or counted no failure"]
+    if not gone and (exited or failures):
+        return [f"the fs backend exited or failed ({failures} failures) but the guest "
+                "never found it gone"]
+    return []
 
 
 def flood(cmd, a):

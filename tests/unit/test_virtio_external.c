@@ -252,7 +252,9 @@ START_TEST(test_reset_stops_backend_once)
 }
 END_TEST
 
-START_TEST(test_failed_start_needs_reset_and_no_stop)
+/* A start that fails part way may have left rings running in the
+ * backend: the reset still calls stop, which undoes what start did. */
+START_TEST(test_failed_start_needs_reset_and_stop_undoes_it)
 {
 	ext.start_ret = -ECONNREFUSED;
 	ck_assert(vpv_negotiate(&v, F_V1));
@@ -261,6 +263,28 @@ START_TEST(test_failed_start_needs_reset_and_no_stop)
 			       VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq(ext.starts, 1);
 	ck_assert(vpv_status(&v) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	vpv_set_status(&v, 0);
+	ck_assert_uint_eq(ext.stops, 1);
+	ck_assert_uint_eq(vpv_status(&v), 0);
+	vpv_set_status(&v, 0);
+	ck_assert_uint_eq(ext.stops, 1);
+}
+END_TEST
+
+/* A queue refused at enable (size not a power of 2) sets NEEDS_RESET; a
+ * DRIVER_OK written anyway hands the backend nothing, not even the queue
+ * that was set up right. */
+START_TEST(test_driver_ok_after_needs_reset_starts_nothing)
+{
+	ck_assert(vpv_negotiate(&v, F_V1));
+	vpv_queue(&v, 1, &ring[1]);
+	vpv_wr(&v, VPC_Q_SELECT, 2, 0);
+	vpv_wr(&v, VPC_Q_SIZE, 2, 3);
+	vpv_wr(&v, VPC_Q_ENABLE, 2, 1);
+	ck_assert(vpv_status(&v) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	vpv_set_status(&v, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+			       VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(ext.starts, 0);
 	vpv_set_status(&v, 0);
 	ck_assert_uint_eq(ext.stops, 0);
 	ck_assert_uint_eq(vpv_status(&v), 0);
@@ -522,7 +546,8 @@ static Suite *virtio_external_suite(void)
 	tcase_add_test(t, test_driver_ok_starts_backend_with_queues_and_fds);
 	tcase_add_test(t, test_only_enabled_queues_are_started);
 	tcase_add_test(t, test_reset_stops_backend_once);
-	tcase_add_test(t, test_failed_start_needs_reset_and_no_stop);
+	tcase_add_test(t, test_failed_start_needs_reset_and_stop_undoes_it);
+	tcase_add_test(t, test_driver_ok_after_needs_reset_starts_nothing);
 	tcase_add_test(t, test_needs_reset_sets_status_and_fires_config_vector);
 	tcase_add_test(t, test_needs_reset_intx_sets_isr_config_bit_and_pin);
 	suite_add_tcase(s, t);
