@@ -22,6 +22,7 @@ struct guest_mem;
 /* Request queues: one is what virtiofsd serves today (it has one thread
  * per queue); the hiprio queue comes first. */
 #define VIRTIO_FS_MAX_REQUEST_QUEUES 1
+_Static_assert(1 + VIRTIO_FS_MAX_REQUEST_QUEUES <= 32, "started_queues has a bit per queue");
 /* How long one vhost-user message may take before the backend counts as
  * stuck (the device then needs a reset; the VMM goes on). */
 #define VIRTIO_FS_BACKEND_TIMEOUT_MS 5000
