@@ -364,6 +364,9 @@ def run_cell(cell, index, ctx):
     e.levels = True  # cmdline_for asks for console_msg_format=syslog
     e.commands = getattr(ctx, "commands", ())
     e.command_timeout = getattr(ctx, "run_timeout", 0)
+    fs = " ".join(getattr(ctx, "fs", ()))
+    e.shares = tuple(n for n, tag in (("share", SHARE_TAG), ("root-share", ROOT_TAG))
+                     if f"tag={tag}" in fs)
     # The user's commands may each take their whole timeout, on top.
     limit = ctx.timeout + len(e.commands) * e.command_timeout
     disk = os.path.join(cdir, "vda.img")

@@ -78,6 +78,7 @@ class Expect:
     command_timeout: int = 0
     levels: bool = False  # the console carries log levels (console_msg_format=syslog)
     boot: str = "bzimage"  # or pvh
+    shares: tuple = ()  # /init's share checks (vmm-ci --share: "share", --root-share: "root-share")
 
 
 @dataclass
@@ -450,7 +451,7 @@ FULL_CHECKS = ("tools-disk", "fio", "iperf3")
 
 
 def userspace_checks(c, hvc_text, e, stats=None):
-    names = list(USERSPACE_CHECKS) + (list(FULL_CHECKS) if e.full else [])
+    names = list(USERSPACE_CHECKS) + (list(FULL_CHECKS) if e.full else []) + list(e.shares)
     names += ["irq-proc", "hvc0-host", "init-verdict"]
     if not e.userspace:
         return [Check(n, SKIP, e.userspace_skip, "userspace") for n in names]

@@ -95,8 +95,9 @@ for cell in cells:
     if checks.get("run-3", {}).get("stdout", "").strip() != "1000":
         problems.append(f"{mode}: run-3 (id -u) did not print 1000")
     fs = {n: p for n, p in cell.get("irq", {}).items() if n.startswith("virtio-fs")}
-    if len(fs) != 1:
-        problems.append(f"{mode}: {len(fs)} virtio-fs devices in --stats, expected 1")
+    if len(fs) != 2:
+        problems.append(f"{mode}: {len(fs)} virtio-fs devices in --stats, expected 2 (the "
+                        "share, the box's root)")
     for n, path in fs.items():
         print(f"{mode} {n}: {path}")
         if path["path"] != mode:

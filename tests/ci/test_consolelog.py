@@ -469,6 +469,22 @@ class BrokenOnPurpose(unittest.TestCase):
         self.assertEqual(self.verdict("ping", console=cut).status, "fail")
         self.assertEqual(self.verdict("ping", console=cut).detail, "not reported by /init")
 
+    def test_share_checks_are_judged_only_when_asked(self):
+        """vmm-ci --share/--root-share: /init's share checks count; a share
+        /init never reported fails; without the options they are not asked."""
+        names = {c.name for c in evaluate(self.console, self.stderr, self.case)[2]}
+        self.assertFalse({"share", "root-share"} & names)
+        self.assertEqual(self.verdict("share", shares=("share",)).detail, "not reported by /init")
+        at = self.console.index("VMMCI: check hwrng")
+        with_share = (self.console[:at] + "VMMCI: check share FAIL mount -t virtiofs "
+                      "vmmci-share /mnt: No such device\nVMMCI: check root-share ok overlay\n"
+                      + self.console[at:])
+        c = self.verdict("share", console=with_share, shares=("share", "root-share"))
+        self.assertEqual((c.status, c.detail),
+                         ("fail", "mount -t virtiofs vmmci-share /mnt: No such device"))
+        self.assertEqual(self.verdict("root-share", console=with_share,
+                                      shares=("share", "root-share")).status, "pass")
+
     def test_wrong_exit_code(self):
         self.assertEqual(self.verdict("vmm-exit", exit_code=6).status, "fail")
 
