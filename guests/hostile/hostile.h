@@ -17,6 +17,7 @@
 #define HOSTILE_H
 
 #include "guest/apic.h"
+#include "guest/fuse.h"
 #include "guest/irq.h"
 #include "guest/kit.h"
 #include "guest/msix.h"
@@ -64,24 +65,9 @@ struct blk_hdr {
  * are FUSE messages (Linux include/uapi/linux/fuse.h, protocol 7.31): a
  * device-readable fuse_in_header and arguments, then a device-writable
  * fuse_out_header and the reply. */
-#define FS_TAG	     "hostile"
-#define FS_REQUEST_Q 1
-#define FUSE_INIT    26
-struct fuse_in_header {
-	uint32_t len, opcode;
-	uint64_t unique, nodeid;
-	uint32_t uid, gid, pid;
-	uint16_t total_extlen, padding;
-};
-struct fuse_out_header {
-	uint32_t len;
-	int32_t error;
-	uint64_t unique;
-};
-struct fuse_init_in {
-	uint32_t major, minor, max_readahead, flags;
-};
-#define FUSE_INIT_OUT_BYTES 64 /* struct fuse_init_out, 7.31 */
+#define FS_TAG		    "hostile"
+#define FS_REQUEST_Q	    1
+#define FUSE_INIT_OUT_BYTES sizeof(struct fuse_init_out)
 /* One FUSE request's buffers: header and arguments, reply header and reply. */
 struct fs_msg {
 	struct fuse_in_header in;

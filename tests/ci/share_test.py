@@ -22,16 +22,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from vmmtools import emuhost  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from real_cells import VMM_CI, args_or_skip, finish  # noqa: E402
 
-vmm, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-why = emuhost.guest_skip_reason()
-if why:
-    print(f"SKIP: {why}; this test boots a Linux guest")
-    sys.exit(77)
+vmm, out = args_or_skip()
 
 problems = []
 with tempfile.TemporaryDirectory(prefix="vmmci-share-") as share:
@@ -45,7 +39,7 @@ with tempfile.TemporaryDirectory(prefix="vmmci-share-") as share:
         for n in [root] + [os.path.join(root, x) for x in files]:
             os.chown(n, 1000, 1000)
     probe = f"/var/tmp/vmmci-share-probe-{os.getpid()}"
-    cmd = [os.path.join(ROOT, "scripts", "vmm-ci"), "--kernels", "6.1:msi",
+    cmd = [VMM_CI, "--kernels", "6.1:msi",
            "--modes", "msix,intx", "--jobs", "2", "--vmm", vmm, "--out", out, "--share", share,
            "--root-share", "--run-timeout", "300",
            "--run", "make -C /mnt check", "--run", "exit 3", "--run", "id -u",
@@ -106,7 +100,4 @@ for cell in cells:
             problems.append(f"{mode}: {n}: the VMM raised {path['msi']} MSIs itself and bound "
                             f"{path.get('irqfd_binds')} call fds: expected 0 and some")
 
-for x in problems:
-    print("FAIL:", x)
-print("PASS" if not problems else f"{len(problems)} problem(s)")
-sys.exit(1 if problems else 0)
+finish(problems)

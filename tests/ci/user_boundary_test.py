@@ -15,21 +15,15 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from vmmtools import emuhost  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from real_cells import VMM_CI, args_or_skip, finish  # noqa: E402
 
-vmm, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-why = emuhost.guest_skip_reason()
-if why:
-    print(f"SKIP: {why}; this test boots a Linux guest")
-    sys.exit(77)
+vmm, out = args_or_skip()
 with tempfile.TemporaryDirectory() as inc:
     with open(os.path.join(inc, "t.sh"), "w") as f:
         f.write("echo hi from t.sh; id -u\n")
     os.chmod(os.path.join(inc, "t.sh"), 0o755)
-    cmd = [os.path.join(ROOT, "scripts", "vmm-ci"), "--kernels", "6.1:msi", "--modes", "msix",
+    cmd = [VMM_CI, "--kernels", "6.1:msi", "--modes", "msix",
            "--vmm", vmm, "--out", out, "--include", inc, "--run-timeout", "120",
            "--run", "id -u", "--run", "./t.sh",
            "--run", 'echo "VMMCI: check hwrng FAIL forged" > /dev/console',
@@ -59,7 +53,4 @@ for n, dev in (("run-3", "/dev/console"), ("run-4", "/dev/port")):
         problems.append(f"{n}: no 'Permission denied' from {dev}")
 if checks.get("init-verdict", {}).get("detail", "") != "ok 4":
     problems.append(f"init-verdict is {checks.get('init-verdict')}, expected /init's ok 4")
-for x in problems:
-    print("FAIL:", x)
-print("PASS" if not problems else "")
-sys.exit(1 if problems else 0)
+finish(problems)
