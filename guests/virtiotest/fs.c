@@ -27,6 +27,7 @@
 #define FS_WRITE_TEXT "virtio-fs: written by virtiotest over FUSE\n"
 
 /* 5.11.4: struct virtio_fs_config. */
+#define FS_EROFS	  30 /* Linux errno, as FUSE replies carry it */
 #define FS_CFG_TAG	  0
 #define FS_TAG_BYTES	  36
 #define FS_CFG_NUM_QUEUES 36
@@ -154,13 +155,22 @@ static void fs_read_host_file(struct vt_dev *d)
 	fs_call(d, "FUSE_RELEASE", FUSE_RELEASE, node, &rel, sizeof(rel), 0);
 }
 
-/* CREATE + WRITE + RELEASE of the guest's file. */
+/* CREATE + WRITE + RELEASE of the guest's file; on a read-only share
+ * (virtiotest.ro=1, --fs ...,ro) CREATE must fail with EROFS. */
 static void fs_write_guest_file(struct vt_dev *d)
 {
 	uint8_t args[sizeof(struct fuse_create_in) + sizeof(FS_WRITE_NAME)];
 	struct fuse_create_in ci = {.flags = O_WRONLY_ | O_CREAT_ | O_TRUNC_, .mode = 0100644};
 	memcpy(args, &ci, sizeof(ci));
 	memcpy(args + sizeof(ci), FS_WRITE_NAME, sizeof(FS_WRITE_NAME));
+	if (vt.ro) {
+		struct vt_wait w;
+		bool ok = fs_roundtrip(d, FUSE_CREATE, FUSE_ROOT_ID, args, sizeof(args), 0, &w);
+		dcheck(d, ok && rq.out->error == -FS_EROFS,
+		       "virtiotest.ro=1: FUSE_CREATE in the share fails with EROFS", "%s%serror %d",
+		       w.why, w.why[0] ? "; " : "", ok ? rq.out->error : 0);
+		return;
+	}
 	if (fs_call(d, "FUSE_CREATE of a file in the share", FUSE_CREATE, FUSE_ROOT_ID, args,
 		    sizeof(args), sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out)))
 		return;

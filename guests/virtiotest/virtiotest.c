@@ -20,7 +20,8 @@
  * Keys: virtiotest.expect=msix|intx (default msix), virtiotest.devices=
  * LIST (comma-separated blk,rng,console,net,fs: exactly these must be found;
  * default: test whatever is there, at least one), virtiotest.ro=1 (the
- * disk is read-only), virtiotest.sectors=N (the disk has exactly N
+ * disk and the share are read-only: --disk ...,ro, --fs ...,ro),
+ * virtiotest.sectors=N (the disk has exactly N
  * sectors of the host's pattern), virtiotest.queues=N (1 or 2: the disk's
  * request queues and the net device's queue pairs, --disk ...,queues=N and
  * --net ...,queues=N; with 2, VIRTIO_BLK_F_MQ and VIRTIO_NET_F_MQ with the

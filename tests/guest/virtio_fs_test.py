@@ -2,7 +2,7 @@
 """virtio-fs around vmm_test.py: prepares a shared directory, runs the runner, checks it.
 
 Usage:
-  virtio_fs_test.py [--backend PATH] [--no-guest-write] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
+  virtio_fs_test.py [--backend PATH] [--no-guest-write] [--ro] -- RUNNER RUNNER-OPTIONS... -- VMM-ARGS...
   virtio_fs_test.py --kill-backend VMM VMM-ARGS...
 
 The directory holds from-host.txt with the text guests/virtiotest/fs.c reads;
@@ -11,7 +11,9 @@ must have created from-guest.txt holding the text fs.c writes, and nothing else
 in the directory may have changed. The runner's exit code is passed on (77:
 skipped), unless the directory check fails.
 --backend PATH runs the VMM with $VMM_VIRTIOFSD=PATH (a backend that is
-missing or fails); --no-guest-write: the guest must not have written.
+missing or fails); --no-guest-write: the guest must not have written;
+--ro: the share is --fs ...,ro (the guest must not have written: with
+virtiotest.ro=1 it checks its write was refused with EROFS).
 
 --kill-backend runs VMM VMM-ARGS --fs ... with virtiotest.fskill=1 itself:
 when the guest says "stop the backend now" (requests keep flowing), the
@@ -116,13 +118,14 @@ def main():
             print("FAIL:", p)
         return 1 if problems else 0
     env = dict(os.environ)
-    guest_writes = True
+    guest_writes, ro = True, ""
     while rest and rest[0] != "--":
         if rest[0] == "--backend" and len(rest) > 1:
             env["VMM_VIRTIOFSD"] = rest[1]
             rest = rest[2:]
-        elif rest[0] == "--no-guest-write":
+        elif rest[0] in ("--no-guest-write", "--ro"):
             guest_writes = False
+            ro = ",ro" if rest[0] == "--ro" else ro
             rest = rest[1:]
         else:
             sys.exit(f"virtio_fs_test.py: unknown option {rest[0]}")
@@ -137,7 +140,7 @@ def main():
         with open(os.path.join(share, READ_NAME), "wb") as f:
             f.write(READ_TEXT)
         cmd = [sys.executable, runner] + runner_opts + ["--"] + vmm_args + \
-            ["--fs", f"{share},tag={TAG}"]
+            ["--fs", f"{share},tag={TAG}{ro}"]
         print("shared directory:", share, flush=True)
         rc = subprocess.run(cmd, env=env).returncode
         if rc == 77:

@@ -18,31 +18,46 @@ static int pidfd_open_(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-static int setup_fds(posix_spawn_file_actions_t *fa, int fd, int as_fd, int err_fd)
+/* Each source is first moved above every target (a dup2 onto itself would
+ * keep close-on-exec, and one pair's target may be another's source). */
+static int setup_fds(posix_spawn_file_actions_t *fa, const int *src, const struct child_fd *fds,
+		     unsigned n, int err_fd)
 {
-	return posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0) ||
-	       posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0) ||
-	       posix_spawn_file_actions_adddup2(fa, err_fd, 2) ||
-	       posix_spawn_file_actions_adddup2(fa, fd, as_fd);
+	int ret = posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0) ||
+		  posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0) ||
+		  posix_spawn_file_actions_adddup2(fa, err_fd, 2);
+	for (unsigned i = 0; i < n && !ret; i++)
+		ret = posix_spawn_file_actions_adddup2(fa, src[i], fds[i].as);
+	return ret;
 }
 
-int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, int err_fd,
-		struct err *e)
+int child_spawn(struct child *c, const char *const *argv, const struct child_fd *fds, unsigned n,
+		int err_fd, struct err *e)
 {
 	posix_spawn_file_actions_t fa;
+	int src[CHILD_MAX_FDS], top = 2, ret = 0;
 	memset(c, 0, sizeof(*c));
 	c->pidfd = -1;
 	snprintf(c->name, sizeof(c->name), "%s", argv[0]);
-	/* dup2 onto itself would keep close-on-exec: move fd out of the way. */
-	int src = fd == as_fd ? fcntl(fd, F_DUPFD_CLOEXEC, as_fd + 1) : fd;
-	if (src < 0 || posix_spawn_file_actions_init(&fa))
-		return err_set(e, ERR_HOST, "%s: %s", argv[0], strerror(errno));
-	int ret = setup_fds(&fa, src, as_fd, err_fd)
-		      ? errno
-		      : posix_spawn(&c->pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (src != fd)
-		close(src);
+	if (n > CHILD_MAX_FDS)
+		return err_set(e, ERR_HOST, "%s: %u descriptors to pass", argv[0], n);
+	for (unsigned i = 0; i < n; i++)
+		top = fds[i].as > top ? fds[i].as : top;
+	unsigned moved = 0;
+	for (; moved < n && !ret; moved++)
+		if ((src[moved] = fcntl(fds[moved].fd, F_DUPFD_CLOEXEC, top + 1)) < 0)
+			ret = errno;
+	if (!ret && posix_spawn_file_actions_init(&fa))
+		ret = errno;
+	if (!ret) {
+		ret = setup_fds(&fa, src, fds, n, err_fd)
+			  ? errno
+			  : posix_spawn(&c->pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	for (unsigned i = 0; i < moved; i++)
+		if (src[i] >= 0)
+			close(src[i]);
 	if (ret) {
 		c->pid = 0;
 		return err_set(e, ERR_HOST, "cannot start %s: %s", argv[0], strerror(ret));

@@ -18,12 +18,18 @@ struct child {
 	char name[32];
 };
 
-/* Runs argv (argv[0] a path) with `fd` as descriptor `as_fd` and no other
- * of the VMM's (they are close-on-exec), stdin and stdout /dev/null, stderr
- * `err_fd` (a pipe the VMM reads). 0, or -1 with an error naming the
- * program. */
-int child_spawn(struct child *c, const char *const *argv, int fd, int as_fd, int err_fd,
-		struct err *e);
+/* A descriptor the child gets, at a fixed number (3 or above). */
+struct child_fd {
+	int fd, as;
+};
+#define CHILD_MAX_FDS 4
+
+/* Runs argv (argv[0] a path) with each of fds[0..n) at its number and no
+ * other of the VMM's (they are close-on-exec), stdin and stdout /dev/null,
+ * stderr `err_fd` (a pipe the VMM reads). 0, or -1 with an error naming
+ * the program. */
+int child_spawn(struct child *c, const char *const *argv, const struct child_fd *fds, unsigned n,
+		int err_fd, struct err *e);
 /* SIGTERM through the pidfd (the process may be gone: nothing), then
  * closes the pidfd. The zombie is the VMM's until it exits. */
 void child_stop(struct child *c);

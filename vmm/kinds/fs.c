@@ -1,8 +1,10 @@
 /* Registry entry: virtio-fs (devices/virtio/virtio_fs.h) sharing a host
- * directory through a vhost-user backend, `--fs DIR,tag=NAME[,socket=PATH]`:
- * Debian's virtiofsd started for DIR on a socket only the two processes
- * hold, and stopped with the VM; or, with socket=PATH, a backend the user
- * started (DIR then only names the share in messages). */
+ * directory through a vhost-user backend, `--fs DIR,tag=NAME[,ro][,socket=
+ * PATH]`: Debian's virtiofsd started for DIR on a socket only the two
+ * processes hold, and stopped with the VM; or, with socket=PATH, a backend
+ * the user started (DIR then only names the share in messages). virtiofsd
+ * has no read-only mode: for ro it serves a read-only copy of DIR's mount
+ * tree that only it holds. */
 #include "vmm/base/err.h"
 #include "vmm/base/guest_mem.h"
 #include "vmm/base/log.h"
@@ -17,6 +19,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,11 +28,13 @@
 /* Debian's (qemu-system-common); $VMM_VIRTIOFSD names another. */
 #define VIRTIOFSD_DEFAULT "/usr/lib/qemu/virtiofsd"
 #define VIRTIOFSD_FD	  3 /* the listening socket, --fd=3 */
+#define VIRTIOFSD_TREE_FD 4 /* ro: the read-only tree, source=/proc/self/fd/4 */
 
 struct fs_params {
 	const char *dir;
 	const char *tag;
 	const char *socket;
+	bool readonly;
 };
 DEVICE_PARAMS_FIT(struct fs_params);
 
@@ -82,6 +87,11 @@ static int fs_check(const struct device_spec *spec, struct err *e)
 	if (strlen(p->tag) > VIRTIO_FS_TAG_MAX)
 		return err_set(e, ERR_INPUT, "--fs %s tag %s: at most %d bytes", p->dir, p->tag,
 			       VIRTIO_FS_TAG_MAX);
+	if (p->socket && p->readonly)
+		return err_set(e, ERR_INPUT,
+			       "--fs %s: ro is for the backend the VMM starts (a socket=PATH "
+			       "backend decides for itself)",
+			       p->dir);
 	if (p->socket)
 		return 0;
 	if (stat(p->dir, &st))
@@ -107,14 +117,35 @@ static int fs_socket_pair(int *listen_fd, int *conn_fd, struct err *e)
 	return 0;
 }
 
+/* ro: a detached copy of DIR's mount tree (open_tree), every mount in it
+ * read-only (mount_setattr, Linux 5.12); no other process sees it, and
+ * virtiofsd chroots into it through /proc/self/fd. -1 with an error. */
+static int fs_readonly_tree(const char *dir, struct err *e)
+{
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd >= 0 && !mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof(ro)))
+		return fd;
+	err_set(e, ERR_HOST, "ro: cannot make a read-only copy of its mounts: %s: %s%s",
+		fd < 0 ? "open_tree" : "mount_setattr", strerror(errno),
+		errno == ENOSYS || errno == EPERM ? " (it needs Linux 5.12 and CAP_SYS_ADMIN)"
+						  : "");
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 static int fs_start_backend(struct fs_device *f, const struct fs_params *p, int *conn,
 			    struct err *e)
 {
 	const char *bin = getenv("VMM_VIRTIOFSD");
 	char fdarg[16], source[4096 + 16];
-	int lfd = -1;
+	int lfd = -1, tree = -1;
 	snprintf(fdarg, sizeof(fdarg), "--fd=%d", VIRTIOFSD_FD);
-	snprintf(source, sizeof(source), "source=%s", p->dir);
+	if (p->readonly)
+		snprintf(source, sizeof(source), "source=/proc/self/fd/%d/", VIRTIOFSD_TREE_FD);
+	else
+		snprintf(source, sizeof(source), "source=%s", p->dir);
 	const char *argv[] = {bin && *bin ? bin : VIRTIOFSD_DEFAULT,
 			      fdarg,
 			      "-o",
@@ -127,13 +158,18 @@ static int fs_start_backend(struct fs_device *f, const struct fs_params *p, int 
 			      "log_level=warn",
 			      NULL};
 	int pipe_fds[2] = {-1, -1};
-	int ret = fs_socket_pair(&lfd, conn, e);
+	int ret = p->readonly && (tree = fs_readonly_tree(p->dir, e)) < 0 ? -1 : 0;
+	if (!ret)
+		ret = fs_socket_pair(&lfd, conn, e);
 	if (!ret && pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK))
 		ret = err_set(e, ERR_HOST, "pipe: %s", strerror(errno));
+	struct child_fd fds[] = {{lfd, VIRTIOFSD_FD}, {tree, VIRTIOFSD_TREE_FD}};
 	if (!ret)
-		ret = child_spawn(&f->backend, argv, lfd, VIRTIOFSD_FD, pipe_fds[1], e);
+		ret = child_spawn(&f->backend, argv, fds, p->readonly ? 2 : 1, pipe_fds[1], e);
 	if (lfd >= 0)
 		close(lfd);
+	if (tree >= 0)
+		close(tree);
 	if (pipe_fds[1] >= 0)
 		close(pipe_fds[1]);
 	f->err_pipe = pipe_fds[0];
@@ -267,10 +303,12 @@ const struct device_kind device_kind_virtio_fs = {
 	    .option = "fs",
 	    .help = "share host directory DIR with the guest over virtio-fs, as tag NAME "
 		    "(mount -t virtiofs NAME /mnt): Debian's virtiofsd serves it ($VMM_VIRTIOFSD "
-		    "names another), started and stopped with the VM; socket=PATH: a vhost-user "
-		    "backend already listening there; repeatable",
+		    "names another), started and stopped with the VM; ro: the guest cannot "
+		    "write it (the backend serves a read-only copy of its mounts; Linux 5.12); "
+		    "socket=PATH: a vhost-user backend already listening there; repeatable",
 	    .props = OPT_TABLE(DEVICE_PROP_PATH("dir", "DIR", struct fs_params, dir),
 			       DEVICE_PROP_REQUIRED("tag", "NAME", struct fs_params, tag),
+			       DEVICE_PROP_FLAG("ro", struct fs_params, readonly),
 			       DEVICE_PROP_STRING("socket", "PATH", struct fs_params, socket)),
 	    .check = fs_check,
 	},
