@@ -288,7 +288,8 @@ def details(sec):
     if not sec["results"]:
         return []
     lines = [[mode_name(r["mode"]), r["label"], fmt(r["initramfs_ms"], "ms"),
-              fmt(r["virtiofs_ms"], "ms"), f"{r['ratio']:.2f}×" if r["ratio"] is not None else "—",
+              fmt(r["virtiofs_ms"], "ms"),
+              f"{r['ratio']:.2f}×" if r["ratio"] is not None else "—",
               ", ".join(map(str, r["initramfs_runs"])) or "—",
               ", ".join(map(str, r["virtiofs_runs"])) or "—"] for r in sec["results"]]
     return [f"Kernel {kernel_name(sec)}, one vCPU; tree {sec.get('tree_commit', '?')} "

@@ -71,8 +71,7 @@ def head(doc):
 def summary_cells(r, emu):
     mark = f" {EMU_MARK}" if r["emulated"] and emu else ""
     ours = fmt(r["ours"], r["unit"]) if r["ours"] is not None else (r["status"] or "—")
-    ref = (f"{r['reference']}: {fmt(r['reference_value'], r['unit'])}" if r["reference"]
-           else "—")
+    ref = f"{r['reference']}: {fmt(r['reference_value'], r['unit'])}" if r["reference"] else "—"
     rat = f"{r['ratio']:.2f}×" if r["ratio"] is not None else "—"
     met = "—" if r["met"] is None else ("yes" if r["met"] else "**no**")
     return [r["section"], r["figure"] + mark, ours, ref, rat, r["target"] or "", met]
@@ -98,8 +97,9 @@ def charts(doc):
 
 
 def summary_md(doc):
+    drawn = ", ".join(f"`{c}`" for c in charts(doc)) or "none"
     lines = head(doc) + summary_table(doc) + [
-        "", f"Charts: {', '.join(f'`{c}`' for c in charts(doc)) or 'none'}. Every figure with its sample "
+        "", f"Charts: {drawn}. Every figure with its sample "
         "count and min/p50/p90/p99/max: `results.json`; raw samples and logs: `raw/`.", "",
         "## Sections", ""]
     for key, title, _, details in SECTIONS:
