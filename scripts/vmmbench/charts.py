@@ -7,6 +7,7 @@ from vmmtools import charts
 from .figures import mode_name
 from .footprint import TARGETS as FOOTPRINT_TARGETS
 from .irq import PATHS
+from .report import left_out
 from .virtio import TESTS as VIRTIO_TESTS
 
 SIDES = {"ours": "ours", "floor": "raw-KVM floor"}
@@ -22,12 +23,21 @@ def draw(doc, samples, outdir):
             if doc["host"]["kvm_kind"] == "nested-pagetable" else "")
     h = doc["host"]
     host = f"{h['cpu_model']}; KVM: {h.get('kvm_summary') or h['kvm_kind']}"
-    irq_cdf(plt, doc["sections"]["irq_latency"], samples, note,
-            os.path.join(outdir, "irq_latency_cdf.svg"), host)
-    virtio_rates(plt, doc["sections"]["virtio"]["results"], note,
-                 os.path.join(outdir, "virtio_rates.svg"), host)
-    footprint_bars(plt, doc["sections"]["footprint"], os.path.join(outdir, "footprint.svg"),
-                   host)
+    sec = doc["sections"]
+    # A section --only left out has no chart (an earlier one is removed).
+    for key, name, draw_one in (
+            ("irq_latency", "irq_latency_cdf.svg",
+             lambda p: irq_cdf(plt, sec["irq_latency"], samples, note, p, host)),
+            ("virtio", "virtio_rates.svg",
+             lambda p: virtio_rates(plt, sec["virtio"]["results"], note, p, host)),
+            ("footprint", "footprint.svg", lambda p: footprint_bars(plt, sec["footprint"], p,
+                                                                     host))):
+        path = os.path.join(outdir, name)
+        if left_out(sec[key]):
+            if os.path.exists(path):
+                os.unlink(path)
+        else:
+            draw_one(path)
 
 
 def cdf_axis(ax, label, values, status):

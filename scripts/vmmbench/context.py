@@ -33,6 +33,9 @@ class Bench:
         self.kvm_skip = None
         self.samples = {}
         self.progress = progress
+        self.only = getattr(args, "only", None)  # the sections of --only, or None: all
+        self.fs_kernel = getattr(args, "fs_kernel", None)  # fs_share's bzImage, built here
+        self.fs_kernel_error = getattr(args, "fs_kernel_error", None)
 
     def counts(self, quick, rounds):
         self.quick = quick
@@ -52,6 +55,14 @@ class Bench:
         return [self.floor, self.shim, self.stamp, self.blk_bench, self.dispatch,
                 self.irqbench_guest, self.vbench_guest, self.vmm]
 
+    def wanted(self, section):
+        """Whether the section runs (--only)."""
+        return self.only is None or section in self.only
+
+    def needs_disk(self):
+        """Whether a section that reads the test file runs."""
+        return self.wanted("virtio") or self.wanted("multiqueue")
+
     def step(self, what):
         if self.progress:
             self.progress(what)
@@ -68,6 +79,14 @@ class Bench:
         return {"irq_samples_per_path": self.irq_samples, "virtio_qd1": self.qd1,
                 "virtio_qdn": self.qdn, "exit_samples": self.exits,
                 "virtio_rounds": self.rounds, "footprint_runs": self.fp_runs}
+
+
+NOT_RUN = "not in --only"
+
+
+def not_run():
+    """A section --only left out."""
+    return {"status": "skipped", "note": NOT_RUN}
 
 
 def make_disk(b, disk_dir):

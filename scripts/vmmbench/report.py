@@ -3,11 +3,14 @@ first (every figure against its reference and target), then one part per
 section with its distributions."""
 from vmmtools.report import table
 
-from . import blkfio, dispatch, footprint, irq, multiqueue, virtio
-from .figures import fmt
+from . import blkfio, dispatch, footprint, fsshare, irq, multiqueue, virtio
+from .context import NOT_RUN
+from .figures import fmt, summary_row
 
 EMU_MARK = "†"
 CHARTS = ["irq_latency_cdf.svg", "virtio_rates.svg", "footprint.svg"]
+CHART_OF = {"irq_latency_cdf.svg": "irq_latency", "virtio_rates.svg": "virtio",
+            "footprint.svg": "footprint"}
 SECTIONS = [  # (key, title, its summary rows, its lines of summary.md)
     ("irq_latency", irq.TITLE, irq.rows, irq.details),
     ("virtio", virtio.TITLE, virtio.rows, virtio.details),
@@ -16,13 +19,28 @@ SECTIONS = [  # (key, title, its summary rows, its lines of summary.md)
     ("exit_dispatch", dispatch.TITLE, dispatch.rows, dispatch.details),
     ("footprint", footprint.TITLE, footprint.rows, footprint.details),
     ("blk_model_vs_fio", blkfio.TITLE, blkfio.rows, blkfio.details),
+    ("fs_share", fsshare.TITLE, fsshare.rows, fsshare.details),
 ]
+KEYS = [key for key, *_ in SECTIONS]
+
+
+def left_out(sec):
+    """Whether --only left the section out (its parts are then absent)."""
+    return sec["status"] == "skipped" and sec.get("note") == NOT_RUN
+
+
+def section_rows(key, title, rows, sec):
+    if left_out(sec):
+        return [summary_row(key, title, None, "", None, None, "", None, False,
+                            "skipped: " + NOT_RUN)]
+    return rows(sec)
 
 
 def summary_rows(doc):
     """One row per figure, section by section: what, ours, the reference
     and its value, the ratio, the target and whether it is met."""
-    return [r for key, _, rows, _ in SECTIONS for r in rows(doc["sections"][key])]
+    return [r for key, title, rows, _ in SECTIONS
+            for r in section_rows(key, title, rows, doc["sections"][key])]
 
 
 def emulated(doc):
@@ -53,7 +71,7 @@ def head(doc):
 def summary_cells(r, emu):
     mark = f" {EMU_MARK}" if r["emulated"] and emu else ""
     ours = fmt(r["ours"], r["unit"]) if r["ours"] is not None else (r["status"] or "—")
-    ref = f"{r['reference']}: {fmt(r['reference_value'], r['unit'])}"
+    ref = f"{r['reference']}: {fmt(r['reference_value'], r['unit'])}" if r["reference"] else "—"
     rat = f"{r['ratio']:.2f}×" if r["ratio"] is not None else "—"
     met = "—" if r["met"] is None else ("yes" if r["met"] else "**no**")
     return [r["section"], r["figure"] + mark, ours, ref, rat, r["target"] or "", met]
@@ -70,12 +88,18 @@ def section_part(key, title, sec, details):
              f"Status: **{sec['status']}**" + (f" — {sec['note']}" if sec.get("note") else "")]
     if sec.get("method"):
         lines += ["", "Method: " + sec["method"].rstrip(".") + "."]
-    return lines + [""] + details(sec) + [""]
+    return lines + [""] + ([] if left_out(sec) else details(sec)) + [""]
+
+
+def charts(doc):
+    """The charts this run draws (not those of sections --only left out)."""
+    return [c for c in CHARTS if not left_out(doc["sections"][CHART_OF[c]])]
 
 
 def summary_md(doc):
+    drawn = ", ".join(f"`{c}`" for c in charts(doc)) or "none"
     lines = head(doc) + summary_table(doc) + [
-        "", f"Charts: {', '.join(f'`{c}`' for c in CHARTS)}. Every figure with its sample "
+        "", f"Charts: {drawn}. Every figure with its sample "
         "count and min/p50/p90/p99/max: `results.json`; raw samples and logs: `raw/`.", "",
         "## Sections", ""]
     for key, title, _, details in SECTIONS:

@@ -5,10 +5,11 @@
 
 Runs the quick benchmark into a temporary directory under BUILD_ROOT and
 checks that results.json, summary.md and the three SVG charts exist and
-parse, and that every section is there with a known status; the parts that
-need only KVM and this tree (kvm_floor, vbench under the VMM, the footprint
-of ours and the floor, blk_bench) must have worked, and QEMU's runs too
-where QEMU is installed. Sections whose VMM-side piece is missing may say
+parse, and that every section is there with a known status (fs_share, two
+Linux boots, must say it is not in --quick); the parts that need only KVM
+and this tree (kvm_floor, vbench under the VMM, the footprint of ours and
+the floor, blk_bench) must have worked, and QEMU's runs too where QEMU is
+installed. Sections whose VMM-side piece is missing may say
 "pending". No figure is compared with anything: timing is never asserted.
 Exit 77 (skipped) without any KVM (this box's or the emulated host's) or
 without matplotlib. Where it runs on the emulated host, the host block must
@@ -27,7 +28,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from vmmtools import emuhost  # noqa: E402
 
 SECTIONS = ["irq_latency", "virtio", "multiqueue", "exit_costs", "exit_dispatch", "footprint",
-            "blk_model_vs_fio"]
+            "blk_model_vs_fio", "fs_share"]
+FS_QUICK_NOTE = "not in --quick"
 STATUSES = {"ok", "partial", "pending", "skipped", "error"}
 CHARTS = ["irq_latency_cdf.svg", "virtio_rates.svg", "footprint.svg"]
 STAT_KEYS = {"count", "min", "p50", "p90", "p99", "max"}
@@ -157,6 +159,10 @@ def main():
               f"footprint {t}: {fp.get(t, {}).get('status')} {fp.get(t, {}).get('note', '')}")
     check(sec.get("blk_model_vs_fio", {}).get("status") in ("ok", "skipped"),
           f"blk_model_vs_fio: {sec.get('blk_model_vs_fio', {}).get('status')}")
+    fs = sec.get("fs_share", {})
+    check(fs.get("status") == "skipped" and fs.get("note", "").startswith(FS_QUICK_NOTE),
+          f"fs_share: {fs.get('status')} {fs.get('note', '')!r}, expected skipped "
+          f"({FS_QUICK_NOTE}: it boots Linux twice)")
 
     try:
         with open(os.path.join(out, "summary.md")) as f:
