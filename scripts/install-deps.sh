@@ -18,6 +18,7 @@ packages=(
   python3-matplotlib                         # scripts/vmm-bench and scripts/vmm-ci charts (SVG)
   bc flex bison libelf-dev libssl-dev make patch xz-utils  # guests/linux kernel builds
   busybox-static iperf3 e2fsprogs            # scripts/vmm-ci: initramfs, tools disk
+  git                                        # vmm-bench fs_share: its tree, git status in the guest
 )
 missing=()
 for p in "${packages[@]}"; do
