@@ -39,7 +39,7 @@ def section_rows(key, title, rows, sec):
 def summary_rows(doc):
     """One row per figure, section by section: what, ours, the reference
     and its value, the ratio, the target and whether it is met."""
-    return [r for key, title, rows, _ in SECTIONS
+    return [r for key, title, rows, _ in SECTIONS if key in doc["sections"]
             for r in section_rows(key, title, rows, doc["sections"][key])]
 
 
@@ -93,7 +93,8 @@ def section_part(key, title, sec, details):
 
 def charts(doc):
     """The charts this run draws (not those of sections --only left out)."""
-    return [c for c in CHARTS if not left_out(doc["sections"][CHART_OF[c]])]
+    return [c for c in CHARTS if CHART_OF[c] in doc["sections"]
+            and not left_out(doc["sections"][CHART_OF[c]])]
 
 
 def summary_md(doc):
@@ -102,8 +103,11 @@ def summary_md(doc):
         "", f"Charts: {drawn}. Every figure with its sample "
         "count and min/p50/p90/p99/max: `results.json`; raw samples and logs: `raw/`.", "",
         "## Sections", ""]
+    # A run from before a section existed (an older results.json) has no
+    # entry for it: nothing to say.
     for key, title, _, details in SECTIONS:
-        lines += section_part(key, title, doc["sections"][key], details)
+        if key in doc["sections"]:
+            lines += section_part(key, title, doc["sections"][key], details)
     return "\n".join(lines)
 
 
