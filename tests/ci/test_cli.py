@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""vmm-ci's and vmm-bench's usage errors: one line on stderr (the program,
+"""vmm-ci's, vmm-bench's and vmm-host's usage errors: one line on stderr (the program,
 what is wrong and where), exit status 2, nothing run."""
 import os
 import subprocess
@@ -27,6 +27,10 @@ class UsageErrors(unittest.TestCase):
         ("vmm-ci", ["--bogus"], "vmm-ci: unrecognized arguments: --bogus (--help for usage)"),
         ("vmm-bench", ["--rounds", "x"],
          "vmm-bench: argument --rounds: invalid int value: 'x' (--help for usage)"),
+        ("vmm-host", ["bogus"], "vmm-host: unknown command 'bogus' (exec, prepare, status, "
+         "stop, info, serve) (vmm-host --help for usage)"),
+        ("vmm-host", ["exec", "--", ], "vmm-host: exec: no command after -- "
+         "(vmm-host --help for usage)"),
     ]
 
     def test_one_line_and_exit_2(self):
