@@ -31,7 +31,8 @@ PLACE_NAMES = {"initramfs": "initramfs copy", "virtiofs": "virtio-fs"}
 GIT_RUNS, READ_RUNS, FIND_RUNS = 4, 3, 3
 
 
-def RUNS(n):
+def numbers(n):
+    """"1 2 ... n", a shell loop's list."""
     return " ".join(str(i) for i in range(1, n + 1))
 
 
@@ -39,20 +40,19 @@ def RUNS(n):
 # box's root under it; a failing git or cat ends the command with status 1,
 # which vmm-ci reports as that command's check failing.
 COMMANDS = [
-    f"for d in /vmmci/include /mnt; do cd $d || exit 1; for i in {RUNS(GIT_RUNS)}; do "
+    f"for d in /vmmci/include /mnt; do cd $d || exit 1; for i in {numbers(GIT_RUNS)}; do "
     "s=$(date +%s%N); o=$(git status --porcelain) || exit 1; e=$(date +%s%N); "
     "echo \"$d git-status run $i ($(echo \"$o\" | grep -c .) changes): "
     "$(( (e-s)/1000000 )) ms\"; done; done",
-    f"for d in /vmmci/include /mnt; do for i in {RUNS(READ_RUNS)}; do s=$(date +%s%N); "
+    f"for d in /vmmci/include /mnt; do for i in {numbers(READ_RUNS)}; do s=$(date +%s%N); "
     "cat $d/big.bin >/dev/null || exit 1; e=$(date +%s%N); "
     "echo \"$d read-32MiB run $i: $(( (e-s)/1000000 )) ms\"; done; done",
-    f"for d in /vmmci/include /mnt; do cd $d || exit 1; for i in {RUNS(FIND_RUNS)}; do "
+    f"for d in /vmmci/include /mnt; do cd $d || exit 1; for i in {numbers(FIND_RUNS)}; do "
     "s=$(date +%s%N); n=$(find . | wc -l); e=$(date +%s%N); "
     "echo \"$d find run $i ($n entries): $(( (e-s)/1000000 )) ms\"; done; done",
 ]
-# "/mnt git-status run 2 (0 changes): 7281 ms"; the first by-hand runs
-# printed "/mnt find (2013 entries): 8358 ms" (no run number: run 1).
-LINE = re.compile(r"^(?P<dir>/\S+) (?P<test>git-status|read-32MiB|find)(?: run (?P<run>\d+))?"
+# "/mnt git-status run 2 (0 changes): 7281 ms"
+LINE = re.compile(r"^(?P<dir>/\S+) (?P<test>git-status|read-32MiB|find) run (?P<run>\d+)"
                   r"(?: \((?P<n>\d+) (?:changes|entries)\))?: (?P<ms>\d+) ms$")
 FIGURES = [  # (key, the test's lines, which runs, label, the summary's label)
     ("git_status_cold", "git-status", "first",
@@ -149,7 +149,7 @@ def parse(stdout):
         if not m or m["dir"] not in PLACES:
             continue
         place = PLACES[m["dir"]]
-        runs.setdefault((place, m["test"]), {})[int(m["run"] or 1)] = int(m["ms"])
+        runs.setdefault((place, m["test"]), {})[int(m["run"])] = int(m["ms"])
         if m["n"] is not None:
             counts.setdefault(place, {}).setdefault(m["test"], set()).add(int(m["n"]))
     return runs, counts

@@ -364,9 +364,8 @@ def run_cell(cell, index, ctx):
     e.levels = True  # cmdline_for asks for console_msg_format=syslog
     e.commands = getattr(ctx, "commands", ())
     e.command_timeout = getattr(ctx, "run_timeout", 0)
-    fs = " ".join(getattr(ctx, "fs", ()))
-    e.shares = tuple(n for n, tag in (("share", SHARE_TAG), ("root-share", ROOT_TAG))
-                     if f"tag={tag}" in fs)
+    fs = getattr(ctx, "fs", ())  # (/init's check, ./vmm --fs value)
+    e.shares = tuple(check for check, _ in fs)
     # The user's commands may each take their whole timeout, on top.
     limit = ctx.timeout + len(e.commands) * e.command_timeout
     disk = os.path.join(cdir, "vda.img")
@@ -396,7 +395,7 @@ def run_cell(cell, index, ctx):
                 iperf = start_iperf3_server(prefix)
         argv = prefix + vmm_argv(cell, ctx.vmm, ctx.initrd, disk, ctx.tools if cell.full else None,
                                  fifo, cmdline, netns.tap if netns else None, limit,
-                                 ctx.vmm_args, getattr(ctx, "fs", ()))
+                                 ctx.vmm_args, [value for _, value in fs])
         session = Session(argv, fifo, on_line)
         code, killed = session.run(limit + 60)
     finally:

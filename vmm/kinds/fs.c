@@ -158,14 +158,16 @@ static int fs_start_backend(struct fs_device *f, const struct fs_params *p, int 
 			      "log_level=warn",
 			      NULL};
 	int pipe_fds[2] = {-1, -1};
-	int ret = p->readonly && (tree = fs_readonly_tree(p->dir, e)) < 0 ? -1 : 0;
+	int ret = 0;
+	if (p->readonly && (tree = fs_readonly_tree(p->dir, e)) < 0)
+		ret = -1;
 	if (!ret)
 		ret = fs_socket_pair(&lfd, conn, e);
 	if (!ret && pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK))
 		ret = err_set(e, ERR_HOST, "pipe: %s", strerror(errno));
 	struct child_fd fds[] = {{lfd, VIRTIOFSD_FD}, {tree, VIRTIOFSD_TREE_FD}};
 	if (!ret)
-		ret = child_spawn(&f->backend, argv, fds, p->readonly ? 2 : 1, pipe_fds[1], e);
+		ret = child_spawn(&f->backend, argv, fds, tree >= 0 ? 2 : 1, pipe_fds[1], e);
 	if (lfd >= 0)
 		close(lfd);
 	if (tree >= 0)
